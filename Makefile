@@ -1,0 +1,147 @@
+# execbox: see README.md. `make` builds, `make check` tests, `make run`
+# starts the server, `make bench` measures.
+
+CC ?= gcc
+BUILD ?= build
+PREFIX ?= /usr/local
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wformat=2 -Wimplicit-fallthrough -Wvla -Wpointer-arith -Wundef \
+        -Wno-missing-field-initializers -Wno-format-truncation
+HARDEN := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fstack-clash-protection -fcf-protection
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu17 $(WARN) $(HARDEN) -Isrc -MMD -MP
+LDFLAGS += -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+
+ifeq ($(SANITIZE),1)
+  SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  BUILD := build-san
+endif
+
+PKGS := jansson libmicrohttpd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+# seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
+POLICY_SRC := src/sandbox/seccomp_policy.c
+LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c src/server/*.c))
+CLI_SRC := $(wildcard src/cli/*.c)
+INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/sandbox/landlock.c src/base/err.c
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+INIT_OBJ := $(INIT_SRC:%.c=$(BUILD)/init-obj/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+EXECBOX := $(BUILD)/execbox
+INIT := $(BUILD)/execbox-init
+PROBE := $(BUILD)/tests/xbprobe
+
+.PHONY: all deps check unit integration run bench clean install fuzz format
+
+all: $(EXECBOX)
+
+deps:
+	@scripts/deps.sh
+
+# Library and CLI objects: PIE, hardened, sanitizers when asked.
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC $<"; $(CC) $(CFLAGS) $(SAN) $(PKG_CFLAGS) -ffunction-sections -fPIE -c $< -o $@
+
+# The init is static and tiny, built with musl: glibc's start-up probes the
+# CPU with cpuid, which traps to the hypervisor on VMs and cost 0.4 ms of
+# every sandbox start. Debian's musl-gcc cannot link static PIE, so we
+# derive a specs file from its own that can, and let it see the kernel's
+# uapi headers through MUSL_INC. No sanitizer runtime here.
+MUSL_SPECS_SRC = $(shell sed -n 's/.*-specs "\([^"]*\)".*/\1/p' $$(command -v musl-gcc) 2>/dev/null)
+MUSL_SPECS := $(BUILD)/musl-static-pie.specs
+MUSL_INC := $(BUILD)/musl-include
+INIT_CC = $(CC) -specs=$(MUSL_SPECS)
+
+$(MUSL_SPECS):
+	@mkdir -p $(@D)
+	@test -n "$(MUSL_SPECS_SRC)" || { echo "musl-gcc not found: run scripts/deps.sh" >&2; exit 1; }
+	sed -e 's|%{!shared: \([^ ]*\)/Scrt1.o}|%{static-pie: \1/rcrt1.o} %{!static-pie:%{!shared: \1/Scrt1.o}}|' \
+	    -e 's|-dynamic-linker \([^ ]*\) -nostdlib|%{!static-pie:-dynamic-linker \1} -nostdlib %{static-pie:-static -pie --no-dynamic-linker -z text}|' \
+	    $(MUSL_SPECS_SRC) > $@
+
+$(MUSL_INC)/.stamp:
+	@mkdir -p $(MUSL_INC)
+	ln -sfn /usr/include/linux $(MUSL_INC)/linux
+	ln -sfn /usr/include/asm-generic $(MUSL_INC)/asm-generic
+	ln -sfn /usr/include/$$(gcc -print-multiarch)/asm $(MUSL_INC)/asm
+	@touch $@
+
+$(BUILD)/init-obj/%.o: %.c $(MUSL_INC)/.stamp $(MUSL_SPECS)
+	@mkdir -p $(@D)
+	@echo "  CC $< (init)"; $(INIT_CC) -std=gnu17 $(WARN) -Isrc -isystem $(MUSL_INC) -MMD -MP -Os \
+	  -fstack-protector-strong -ffunction-sections -fdata-sections -fPIE -c $< -o $@
+
+$(INIT): $(INIT_OBJ) $(MUSL_SPECS)
+	$(INIT_CC) -static-pie -s -Wl,--gc-sections $(LDFLAGS) -o $@ $(INIT_OBJ)
+
+$(BUILD)/gen_seccomp: tools/gen_seccomp.c $(BUILD)/$(POLICY_SRC:.c=.o) $(BUILD)/src/base/err.o
+	$(CC) $(CFLAGS) $(SAN) -o $@ $^ -lseccomp
+
+$(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf &: $(BUILD)/gen_seccomp
+	$(BUILD)/gen_seccomp $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf
+
+$(BUILD)/blobs.o: src/sandbox/blobs.S $(INIT) $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf
+	$(CC) -c -DXB_INIT_PATH='"$(INIT)"' -DXB_SECCOMP_MAIN='"$(BUILD)/seccomp-main.bpf"' \
+	  -DXB_SECCOMP_STUB='"$(BUILD)/seccomp-stub.bpf"' $< -o $@
+
+# The init image's identity names its cached copy in the runtime directory.
+$(BUILD)/init_hash.c: $(INIT)
+	printf 'const char xb_init_hash[] = "%s";\n' "$$(sha256sum $< | cut -c1-16)" > $@
+
+$(BUILD)/init_hash.o: $(BUILD)/init_hash.c
+	$(CC) -c $< -o $@
+
+$(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
+	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The probe runs inside sandboxes to attack them; static so it needs nothing there.
+$(PROBE): tests/helper/xbprobe.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu17 -O2 -Wall -Wextra -Werror -static -o $@ $<
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(BUILD)/$(POLICY_SRC:.c=.o) $(BUILD)/blobs.o $(BUILD)/init_hash.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN) $(PKG_CFLAGS) -Wno-missing-prototypes -fPIE -pie -o $@ $^ $(PKG_LIBS) -lseccomp -lcriterion
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t --jobs 1; done
+
+integration: $(EXECBOX) $(PROBE)
+	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+
+check: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) integration
+
+run: deps
+	$(MAKE) all
+	@scripts/run-demo.sh $(EXECBOX)
+
+bench: deps
+	$(MAKE) all $(BUILD)/bench/bench_run
+	$(BUILD)/bench/bench_run $(EXECBOX)
+
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $<
+
+install: $(EXECBOX)
+	install -D -m 0755 $(EXECBOX) $(DESTDIR)$(PREFIX)/bin/execbox
+
+format:
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(INIT_SRC) src/*/*.h
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages execbox builds, tests and benchmarks with.
+# Quick when everything is present: it asks dpkg first and only then apt.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config musl-tools # compiler, linker; musl for the static init
+  libseccomp-dev libjansson-dev libmicrohttpd-dev   # seccomp filters, JSON, HTTP
+  libcriterion-dev                      # unit tests
+  python3 python3-pytest python3-requests           # integration tests
+  bubblewrap                            # the benchmark's peer
+  iproute2 procps                       # tests inspect namespaces and processes
+  python3-numpy python3-matplotlib python3-pandas python3-ipykernel  # the sandbox's Python
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

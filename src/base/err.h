@@ -1,0 +1,25 @@
+/* Error reporting below the server layer: functions return -errno and
+ * optionally fill a struct xb_err with a message; callers add context on
+ * the way up. Library code never logs. */
+#pragma once
+#include <stddef.h>
+
+struct xb_err {
+        int code;        /* positive errno, 0 when unset */
+        char msg[480];
+};
+
+/* Set err (if non-NULL) to errnum and a formatted message; returns -errnum. */
+int xb_err_set(struct xb_err *err, int errnum, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* Like xb_err_set, without appending strerror(errnum). */
+int xb_err_msg(struct xb_err *err, int errnum, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* Prefix the message in err with more context; returns -err->code. */
+int xb_err_wrap(struct xb_err *err, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* Clear err. */
+void xb_err_clear(struct xb_err *err);

@@ -1,0 +1,8 @@
+/* Subcommands of the execbox binary. Each returns the process exit status. */
+#pragma once
+
+#define XB_EXIT_OWN_ERROR 125   /* execbox itself failed, as in env(1) and timeout(1) */
+
+int xb_cmd_run(int argc, char **argv);
+int xb_cmd_serve(int argc, char **argv);
+int xb_cmd_mcp(int argc, char **argv);

@@ -1,0 +1,50 @@
+/* execbox: a code-execution sandbox for AI agents. This file only picks the
+ * subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#ifndef XB_VERSION
+#define XB_VERSION "0.1.0"
+#endif
+
+static void
+usage(FILE *f)
+{
+        fputs("usage: execbox COMMAND [OPTIONS]\n"
+              "\n"
+              "Commands:\n"
+              "  run [OPTIONS] -- CMD [ARG...]  run one command in a fresh sandbox\n"
+              "  serve [OPTIONS]                start the sandbox server (REST, MCP)\n"
+              "  mcp [OPTIONS]                  speak MCP over stdin and stdout\n"
+              "  version                        print the version\n"
+              "\n"
+              "Run `execbox COMMAND --help` for the options of a command.\n",
+              f);
+}
+
+int
+main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return 2;
+        }
+        if (strcmp(argv[1], "run") == 0)
+                return xb_cmd_run(argc - 1, argv + 1);
+        if (strcmp(argv[1], "serve") == 0)
+                return xb_cmd_serve(argc - 1, argv + 1);
+        if (strcmp(argv[1], "mcp") == 0)
+                return xb_cmd_mcp(argc - 1, argv + 1);
+        if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+                printf("execbox %s\n", XB_VERSION);
+                return 0;
+        }
+        if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                usage(stdout);
+                return 0;
+        }
+        fprintf(stderr, "execbox: unknown command `%s`; try `execbox --help`\n", argv[1]);
+        return 2;
+}

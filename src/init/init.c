@@ -1,0 +1,135 @@
+/* The sandbox init's main loop. See init.h. */
+#define _GNU_SOURCE
+#include "init.h"
+#include "sandbox/landlock.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+static uint8_t rxbuf[XB_MSG_MAX];
+
+void
+xb_init_send(const struct xb_msgw *w, const int *fds, size_t nfds)
+{
+        if (w->overflow) {
+                /* A reply that does not fit is a bug in init, not in the caller. */
+                _exit(70);
+        }
+        if (xb_msg_send(XB_INIT_SOCK, w->buf, w->len, fds, nfds) < 0)
+                _exit(0);   /* the daemon is gone: dying takes the namespace down */
+}
+
+void
+xb_init_error(uint32_t tag, int errnum, const char *stage)
+{
+        uint8_t buf[512];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_ERROR, tag);
+        xb_msgw_u64(&w, XB_K_ERRNO, (uint64_t)errnum);
+        xb_msgw_str(&w, XB_K_STAGE, stage);
+        xb_init_send(&w, NULL, 0);
+}
+
+static void
+handle(const uint8_t *buf, size_t len, int *fds, size_t nfds)
+{
+        struct xb_msgr r;
+
+        if (xb_msgr_init(&r, buf, len) < 0) {
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
+                xb_init_error(0, EBADMSG, "malformed request");
+                return;
+        }
+        switch (r.type) {
+        case XB_REQ_SPAWN:
+                xb_init_spawn(&r, fds, nfds);
+                return;
+        case XB_REQ_SIGNAL:
+                xb_init_signal(&r);
+                break;
+        default:
+                xb_init_error(r.tag, ENOSYS, "unknown request");
+                break;
+        }
+        for (size_t i = 0; i < nfds; i++)
+                close(fds[i]);
+}
+
+/* Landlock first: argv[1..] are the writable places (the setup child cannot
+ * apply it, or it could not exec this image). Best effort per landlock(7). */
+static void
+confine(int argc, char **argv)
+{
+        struct xb_landlock_path paths[40];
+        struct xb_err err;
+        size_t n = 0;
+
+        paths[n++] = (struct xb_landlock_path){ "/dev/shm", 1 };
+        for (int i = 1; i < argc && n < sizeof(paths) / sizeof(paths[0]); i++)
+                paths[n++] = (struct xb_landlock_path){ argv[i], 1 };
+        if (xb_landlock_apply(paths, n, &err) < 0) {
+                xb_init_error(0, err.code, err.msg);
+                _exit(73);
+        }
+}
+
+int
+main(int argc, char **argv)
+{
+        uint8_t buf[64];
+        struct xb_msgw w;
+        struct pollfd pfd[2];
+        sigset_t mask;
+        int sfd;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGPIPE);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return 71;
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0)
+                return 71;
+        confine(argc, argv);
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_READY, 0);
+        xb_msgw_u64(&w, XB_K_VERSION, XB_PROTO_VERSION);
+        xb_msgw_u64(&w, XB_K_PID, (uint64_t)getpid());
+        xb_init_send(&w, NULL, 0);
+
+        pfd[0] = (struct pollfd){ .fd = XB_INIT_SOCK, .events = POLLIN };
+        pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+        for (;;) {
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return 72;
+                }
+                if (pfd[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+
+                        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                                ;
+                        xb_init_reap();
+                }
+                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        int fds[XB_MSG_MAXFDS];
+                        size_t nfds = 0;
+                        ssize_t n = xb_msg_recv(XB_INIT_SOCK, rxbuf, sizeof(rxbuf), fds, &nfds, true);
+
+                        if (n == 0 || (n < 0 && n != -EAGAIN && n != -EBADMSG))
+                                return 0;   /* the daemon closed us: end the sandbox */
+                        if (n == -EBADMSG)
+                                xb_init_error(0, EBADMSG, "malformed request");
+                        else if (n > 0)
+                                handle(rxbuf, (size_t)n, fds, nfds);
+                }
+        }
+}

@@ -1,0 +1,36 @@
+/* The sandbox init: pid 1 of every sandbox, a small static program exec'd
+ * from a sealed memfd.
+ *
+ * Theory of operation. fd 3 is a SOCK_SEQPACKET socket to the daemon; it is
+ * the only fd init inherits besides /dev/null on 0-2. Init announces itself
+ * with XB_EV_READY, then serves requests one at a time: SPAWN forks a
+ * command (its std fds arrive with the request, as write ends of pipes the
+ * daemon owns, so nothing here can block the daemon), SIGNAL signals a
+ * command or its process group. SIGCHLD comes through a signalfd; init reaps
+ * every zombie in the namespace and reports the exit of the commands it
+ * spawned. When the socket closes, init exits and the kernel kills the rest
+ * of the pid namespace. */
+#pragma once
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/wire.h"
+
+#define XB_INIT_SOCK 3
+#define XB_INIT_MAX_CHILDREN 1024
+
+struct xb_init_child {
+        pid_t pid;
+        uint32_t tag;
+        int last;             /* XB_SPAWN_LAST: init exits after reporting it */
+};
+
+/* Send one message to the daemon (blocking); errors end init. */
+void xb_init_send(const struct xb_msgw *w, const int *fds, size_t nfds);
+/* Reply XB_EV_ERROR for a request. */
+void xb_init_error(uint32_t tag, int errnum, const char *stage);
+
+/* init_spawn.c */
+void xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds);
+void xb_init_signal(const struct xb_msgr *r);
+void xb_init_reap(void);

@@ -1,0 +1,48 @@
+/* The daemon's side of the init protocol: requests to init and validated
+ * events from it. Everything from init is untrusted: lengths, numbers and
+ * strings are checked before use, and unknown input is an error. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "proto/wire.h"
+
+struct xb_spawn_req {
+        char *const *argv;
+        char *const *env;
+        const char *cwd;
+        uint32_t uid, gid;
+        uint64_t rl_cpu_s, rl_fsize, rl_nofile;   /* 0 = not set */
+        int stdin_fd, stdout_fd, stderr_fd;       /* -1 = /dev/null */
+        bool last;                                /* the sandbox ends with this command */
+};
+
+enum xb_iev {
+        XB_IEV_READY = 1,
+        XB_IEV_SPAWNED,
+        XB_IEV_EXITED,
+        XB_IEV_ERROR,
+        XB_IEV_FILE,
+};
+
+struct xb_init_event {
+        enum xb_iev kind;
+        uint32_t tag;
+        pid_t pid;                /* SPAWNED, READY (init's own, inside) */
+        int status;               /* EXITED: a wait status */
+        uint64_t utime_us, stime_us, maxrss_kb;
+        int errnum;               /* ERROR: 1..4095 */
+        char stage[160];          /* ERROR: printable text */
+        struct xb_msgr msg;       /* FILE: the raw reply, for fileops to parse */
+};
+
+/* Send a spawn request; the std fds are passed, not closed. */
+int xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_err *err);
+int xb_initc_signal(int sock, uint32_t tag, int signo, bool group);
+/* Receive and validate one event. -EAGAIN: nothing pending; -EPIPE: init is
+ * gone; -EBADMSG: init sent garbage (the caller should kill the sandbox).
+ * buf must hold XB_MSG_MAX bytes and outlive a FILE event's use. */
+int xb_initc_recv(int sock, void *buf, struct xb_init_event *ev, int *fds, size_t *nfds);

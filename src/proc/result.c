@@ -1,0 +1,37 @@
+/* Verdict rules. */
+#include "result.h"
+
+#include <signal.h>
+
+const char *
+xb_status_name(enum xb_status s)
+{
+        static const char *const names[] = {
+                [XB_ST_OK] = "ok", [XB_ST_EXIT_NONZERO] = "exit_nonzero", [XB_ST_TIMEOUT] = "timeout",
+                [XB_ST_CPU_LIMIT] = "cpu_limit", [XB_ST_MEMORY_LIMIT] = "memory_limit",
+                [XB_ST_OUTPUT_LIMIT] = "output_limit", [XB_ST_KILLED] = "killed",
+                [XB_ST_RUNNING] = "running",
+        };
+
+        return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
+}
+
+enum xb_status
+xb_verdict(const struct xb_verdict_in *v)
+{
+        bool sigkill = !v->exited && v->signal == SIGKILL;
+
+        if (v->oom && (sigkill || !v->exited))
+                return XB_ST_MEMORY_LIMIT;
+        if (v->timed_out)
+                return XB_ST_TIMEOUT;
+        if (v->cpu_exceeded || (!v->exited && v->signal == SIGXCPU))
+                return XB_ST_CPU_LIMIT;
+        if (v->output_killed)
+                return XB_ST_OUTPUT_LIMIT;
+        if (!v->exited || v->killed_by_request)
+                return XB_ST_KILLED;
+        if (v->truncated)
+                return XB_ST_OUTPUT_LIMIT;
+        return v->exit_code == 0 ? XB_ST_OK : XB_ST_EXIT_NONZERO;
+}

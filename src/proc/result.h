@@ -1,0 +1,41 @@
+/* Verdicts and the result of one command, shared by `execbox run` and the
+ * server's exec. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proc/outbuf.h"
+
+enum xb_status {
+        XB_ST_OK,
+        XB_ST_EXIT_NONZERO,
+        XB_ST_TIMEOUT,
+        XB_ST_CPU_LIMIT,
+        XB_ST_MEMORY_LIMIT,
+        XB_ST_OUTPUT_LIMIT,
+        XB_ST_KILLED,
+        XB_ST_RUNNING,        /* soft timeout: still going */
+};
+
+const char *xb_status_name(enum xb_status s);
+
+struct xb_result {
+        enum xb_status status;
+        bool exited;          /* else killed by `signal` */
+        int exit_code;
+        int signal;
+        uint64_t wall_ms, cpu_ms, peak_memory;
+        struct xb_outbuf out, err;
+};
+
+/* What ended the run, from the caller's view, to pick a verdict. */
+struct xb_verdict_in {
+        bool exited;
+        int exit_code, signal;
+        bool timed_out, cpu_exceeded, oom, output_killed, killed_by_request;
+        bool truncated;
+};
+
+/* Precedence: memory, timeout, cpu, output kill, signal, truncated output,
+ * exit code. Pure, unit-tested. */
+enum xb_status xb_verdict(const struct xb_verdict_in *v);

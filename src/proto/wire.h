@@ -1,0 +1,102 @@
+/* The init wire format: how the daemon and a sandbox's init talk over one
+ * SOCK_SEQPACKET socketpair.
+ *
+ * Theory of operation. Each datagram is one message: an 8-byte header
+ * (type, tag) and then fields, each a 4-byte key, a 4-byte length and the
+ * bytes, padded to 4. A key may repeat (argv, env). File descriptors ride
+ * along as SCM_RIGHTS. Messages are at most XB_MSG_MAX bytes and carry at
+ * most XB_MSG_MAXFDS fds. The daemon treats everything init sends as
+ * untrusted: the reader checks every length before it reads. Pure code,
+ * shared by the static init and the daemon. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define XB_MSG_MAX (64 * 1024)
+#define XB_MSG_MAXFDS 4
+
+/* Message types. Requests go daemon -> init, events init -> daemon. */
+enum xb_msg_type {
+        XB_REQ_SPAWN = 1,     /* fields below; fds: the std fds named in FLAGS */
+        XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP) */
+        XB_REQ_FILE = 3,      /* file operation, see fileops */
+
+        XB_EV_READY = 100,    /* VERSION */
+        XB_EV_SPAWNED = 101,  /* tag = request tag; PID */
+        XB_EV_EXITED = 102,   /* tag = spawn tag; STATUS, UTIME_US, STIME_US, MAXRSS_KB */
+        XB_EV_ERROR = 103,    /* tag = request tag; ERRNO, STAGE */
+        XB_EV_FILE = 104,     /* tag = request tag; reply to XB_REQ_FILE */
+};
+
+/* Field keys. */
+enum xb_msg_key {
+        XB_K_ARGV = 1, XB_K_ENV, XB_K_CWD, XB_K_UID, XB_K_GID, XB_K_FLAGS,
+        XB_K_RLIMIT_CPU, XB_K_RLIMIT_FSIZE, XB_K_RLIMIT_NOFILE,
+        XB_K_PID = 20, XB_K_STATUS, XB_K_UTIME_US, XB_K_STIME_US, XB_K_MAXRSS_KB,
+        XB_K_ERRNO, XB_K_STAGE, XB_K_VERSION, XB_K_TARGET, XB_K_SIGNO,
+        XB_K_OP = 40, XB_K_PATH, XB_K_PATH2, XB_K_MODE, XB_K_DEPTH, XB_K_ENTRY,
+        XB_K_SIZE, XB_K_MTIME_NS, XB_K_TYPE, XB_K_NAME, XB_K_COUNT, XB_K_DATA,
+        XB_K_OFFSET, XB_K_TRUNC,
+};
+
+/* XB_REQ_SPAWN flags. */
+#define XB_SPAWN_STDIN 0x1u   /* an fd for stdin is attached */
+#define XB_SPAWN_STDOUT 0x2u  /* an fd for stdout is attached */
+#define XB_SPAWN_STDERR 0x4u  /* an fd for stderr is attached */
+#define XB_SPAWN_NEWSESSION 0x8u /* setsid(); always set by the daemon today */
+#define XB_SPAWN_LAST 0x10u     /* one-shot: init exits (ending the sandbox) once this command has */
+/* XB_REQ_SIGNAL flags. */
+#define XB_SIG_GROUP 0x1u     /* signal the process group, not just the process */
+
+#define XB_PROTO_VERSION 1u
+
+struct xb_msg_hdr {
+        uint32_t type;
+        uint32_t tag;
+};
+
+/* Writer: fields are appended into a caller-provided buffer. */
+struct xb_msgw {
+        uint8_t *buf;
+        size_t cap;
+        size_t len;
+        bool overflow;        /* set once a field did not fit; the message is void */
+};
+
+void xb_msgw_init(struct xb_msgw *w, void *buf, size_t cap, uint32_t type, uint32_t tag);
+void xb_msgw_put(struct xb_msgw *w, uint32_t key, const void *p, size_t n);
+void xb_msgw_u64(struct xb_msgw *w, uint32_t key, uint64_t v);
+void xb_msgw_str(struct xb_msgw *w, uint32_t key, const char *s);
+
+/* Reader over a received message. */
+struct xb_msgr {
+        const uint8_t *buf;
+        size_t len;
+        uint32_t type;
+        uint32_t tag;
+};
+
+struct xb_field {
+        uint32_t key;
+        uint32_t len;
+        const uint8_t *data;
+};
+
+/* Check the header and that every field lies inside the message; -EBADMSG if not. */
+int xb_msgr_init(struct xb_msgr *r, const void *buf, size_t len);
+/* Iterate fields: *cursor starts at 0; returns false at the end. */
+bool xb_msgr_next(const struct xb_msgr *r, size_t *cursor, struct xb_field *f);
+/* First field with the key; -ENOENT if absent, -EBADMSG if malformed. */
+int xb_msgr_u64(const struct xb_msgr *r, uint32_t key, uint64_t *ret);
+/* A string field: no NUL bytes inside; points into the message (not terminated). */
+int xb_msgr_str(const struct xb_msgr *r, uint32_t key, const char **ret, size_t *ret_len);
+/* True when f holds a valid string (no NUL bytes). */
+bool xb_field_is_str(const struct xb_field *f);
+
+/* Send one message with fds; -errno on failure. */
+int xb_msg_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds);
+/* Receive one message; fds arrive O_CLOEXEC. On a truncated message or control
+ * data every received fd is closed and -EBADMSG returned; 0 bytes means EOF. */
+ssize_t xb_msg_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds, bool nonblock);

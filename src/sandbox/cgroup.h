@@ -1,0 +1,86 @@
+/* Per-sandbox cgroups on v2, v1 and hybrid hosts: create, limit, attach,
+ * kill, read usage, remove. Backends are vtables chosen once per process by
+ * xb_cgroup_sys_open(). Does not know about namespaces or processes beyond
+ * pids to attach and kill. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+
+enum xb_cgroup_mode { XB_CG_AUTO, XB_CG_V1, XB_CG_V2 };
+
+struct xb_cgroup_limits {
+        uint64_t memory;      /* bytes, 0 = none; swap is always 0 */
+        uint64_t pids;        /* 0 = none */
+        uint32_t cpus_milli;  /* 0 = none */
+        bool oom_group;       /* an OOM kills every task in the group */
+};
+
+struct xb_cgroup_stats {
+        uint64_t cpu_ns;      /* CPU time of every task ever in the group */
+        uint64_t memory_peak; /* bytes */
+        uint64_t memory_current;
+        uint64_t oom_kills;
+        uint64_t pids_current;
+};
+
+struct xb_cgroup_sys;  /* the hierarchies this process uses */
+struct xb_cgroup;      /* one sandbox's group, in every hierarchy */
+
+/* Detect the cgroup layout and open each hierarchy's root. Groups are
+ * named "<prefix>-<name>" directly under the roots: no parent group to
+ * create per run or to leave behind. mode XB_CG_AUTO picks v2 when it has
+ * the memory, pids and cpu controllers, else v1. */
+int xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix,
+                       struct xb_cgroup_sys **ret, struct xb_err *err);
+void xb_cgroup_sys_close(struct xb_cgroup_sys *sys);
+/* "v2", "v1", "v1+unified" (v1 controllers, cgroup.kill from v2). */
+const char *xb_cgroup_sys_describe(const struct xb_cgroup_sys *sys);
+/* Whether kill uses cgroup.kill (else the v1 freezer). Tests use it. */
+bool xb_cgroup_sys_has_kill(const struct xb_cgroup_sys *sys);
+/* Force the v1 freezer path even where cgroup.kill exists (tests). */
+void xb_cgroup_sys_force_freezer(struct xb_cgroup_sys *sys, bool on);
+
+/* Create group `name` with limits; removes anything half-made on failure.
+ * On v1 the cpu hierarchy is used only when l->cpus_milli is set here. */
+int xb_cgroup_create(struct xb_cgroup_sys *sys, const char *name,
+                     const struct xb_cgroup_limits *l, struct xb_cgroup **ret,
+                     struct xb_err *err);
+int xb_cgroup_set_limits(struct xb_cgroup *cg, const struct xb_cgroup_limits *l,
+                         struct xb_err *err);
+int xb_cgroup_attach(struct xb_cgroup *cg, pid_t pid, struct xb_err *err);
+
+/* Joining a group at birth, without the cost of migrating a process.
+ * Writing a pid to cgroup.procs takes a global lock whose first use waits
+ * for an RCU grace period (about 20 ms here). Instead the new process is
+ * born in the v2 group (clone3 CLONE_INTO_CGROUP, clone_fd) and writes
+ * "0" to each v1 hierarchy's `tasks` itself, which moves only the calling
+ * thread and skips that lock (kernel/cgroup/cgroup.c,
+ * cgroup_procs_write_start). The daemon opens the fds before the clone. */
+struct xb_cgroup_join {
+        int clone_fd;          /* v2 group for CLONE_INTO_CGROUP, or -1 */
+        int tasks[5];          /* v1 `tasks` files, -1 when unused */
+};
+int xb_cgroup_join_open(struct xb_cgroup *cg, struct xb_cgroup_join *j, struct xb_err *err);
+/* In the new process, before it unshares its user namespace's credentials. */
+int xb_cgroup_join_self(const struct xb_cgroup_join *j);
+void xb_cgroup_join_close(struct xb_cgroup_join *j);
+/* SIGKILL every task: cgroup.kill where it exists, else freeze, kill, thaw. */
+int xb_cgroup_kill(struct xb_cgroup *cg);
+int xb_cgroup_stats(struct xb_cgroup *cg, struct xb_cgroup_stats *st);
+/* An fd that becomes readable (POLLPRI on v2 memory.events, eventfd on v1)
+ * when an OOM kill happens, or -1 if unavailable. Owned by cg. */
+int xb_cgroup_oom_fd(struct xb_cgroup *cg);
+/* True when no task is left in the group. */
+bool xb_cgroup_empty(struct xb_cgroup *cg);
+/* Kill what is left, remove the group everywhere and free cg. Returns
+ * -EBUSY (and still frees) if a directory could not be removed. */
+int xb_cgroup_destroy(struct xb_cgroup *cg);
+/* Names of this process's groups ("<prefix>-*") left by a crashed process,
+ * for the server to clean up at start: kills their tasks and removes them.
+ * Returns how many were removed. */
+int xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys, const char *except_prefix);
+/* The group's name, for messages. */
+const char *xb_cgroup_name(const struct xb_cgroup *cg);

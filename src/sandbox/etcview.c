@@ -1,0 +1,277 @@
+/* Building the shared /etc view. */
+#define _GNU_SOURCE
+#include "etcview.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/fd.h"
+#include "sandbox/mountplan.h"
+
+#define STAMP ".execbox-stamp"
+
+struct budget {
+        uint64_t bytes;
+        unsigned entries;
+};
+
+/* What the view depends on: each allowlisted entry's identity and times. */
+static int
+fingerprint(unsigned user_uid, struct xb_buf *fp)
+{
+        int r = xb_buf_printf(fp, "v1 uid=%u\n", user_uid);
+
+        for (const char *const *e = xb_etc_allowlist; *e && !r; e++) {
+                struct stat st;
+                char path[256];
+
+                snprintf(path, sizeof(path), "/etc/%s", *e);
+                if (stat(path, &st) < 0)
+                        r = xb_buf_printf(fp, "%s -\n", *e);
+                else
+                        r = xb_buf_printf(fp, "%s %" PRIu64 " %" PRIu64 " %" PRId64 ".%09ld %" PRId64 "\n", *e,
+                                          (uint64_t)st.st_dev, (uint64_t)st.st_ino, (int64_t)st.st_mtim.tv_sec,
+                                          st.st_mtim.tv_nsec, (int64_t)st.st_size);
+        }
+        return r;
+}
+
+static int
+write_file(int dir, const char *name, const char *content, mode_t mode)
+{
+        _cleanup_close_ int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+
+        if (fd < 0)
+                return -errno;
+        if (fchmod(fd, mode) < 0)
+                return -errno;
+        return xb_write_all(fd, content, strlen(content));
+}
+
+static int copy_entry(int sdir, int ddir, const char *name, int depth, struct budget *b);
+
+static int
+copy_dir(int sdir, int ddir, const char *name, mode_t mode, int depth, struct budget *b)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_close_ int dst = -1;
+        int src, r = 0;
+        struct dirent *de;
+
+        if (depth > 8)
+                return -ELOOP;
+        src = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (src < 0)
+                return -errno;
+        d = fdopendir(src);
+        if (!d) {
+                close(src);
+                return -errno;
+        }
+        if (mkdirat(ddir, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        dst = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dst < 0)
+                return -errno;
+        fchmod(dst, mode & 0755);
+        while ((de = readdir(d)) && r == 0) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                r = copy_entry(dirfd(d), dst, de->d_name, depth + 1, b);
+        }
+        return r;
+}
+
+static int
+copy_file(int sdir, int ddir, const char *name, mode_t mode, struct budget *b)
+{
+        _cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int out = -1;
+        char buf[65536];
+        ssize_t n;
+
+        if (in < 0)
+                return errno == EACCES ? 0 : -errno;   /* unreadable: leave it out */
+        out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0755);
+        if (out < 0)
+                return -errno;
+        while ((n = read(in, buf, sizeof(buf))) > 0) {
+                if ((b->bytes += (uint64_t)n) > XB_ETCVIEW_MAX_BYTES)
+                        return -EFBIG;
+                if (xb_write_all(out, buf, (size_t)n) < 0)
+                        return -errno;
+        }
+        return n < 0 ? -errno : 0;
+}
+
+static int
+copy_entry(int sdir, int ddir, const char *name, int depth, struct budget *b)
+{
+        struct stat st;
+
+        if (++b->entries > 20000)
+                return -E2BIG;
+        if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (S_ISDIR(st.st_mode))
+                return copy_dir(sdir, ddir, name, st.st_mode, depth, b);
+        if (S_ISREG(st.st_mode))
+                return copy_file(sdir, ddir, name, st.st_mode, b);
+        if (S_ISLNK(st.st_mode)) {
+                char target[4096];
+                ssize_t n = readlinkat(sdir, name, target, sizeof(target) - 1);
+
+                if (n < 0)
+                        return -errno;
+                target[n] = '\0';
+                return symlinkat(target, ddir, name) < 0 ? -errno : 0;
+        }
+        return 0;   /* sockets, fifos and devices have no place in /etc */
+}
+
+/* Copy /etc/<rel> (rel may have one '/': "ssl/certs") into ddir. Symlinks
+ * stay symlinks: their targets are in /usr, which every sandbox has. */
+static int
+copy_allowed(int etc, int ddir, const char *rel, struct budget *b)
+{
+        char parent[256];
+        const char *slash = strchr(rel, '/');
+        _cleanup_close_ int pdir = -1, sdir = -1;
+
+        if (!slash)
+                return copy_entry(etc, ddir, rel, 0, b);
+        snprintf(parent, sizeof(parent), "%.*s", (int)(slash - rel), rel);
+        sdir = openat(etc, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sdir < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (mkdirat(ddir, parent, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        pdir = openat(ddir, parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pdir < 0)
+                return -errno;
+        return copy_entry(sdir, pdir, slash + 1, 0, b);
+}
+
+static int
+rm_rf_at(int dir, const char *name, int depth)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd;
+
+        if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return -errno;
+        if (depth > 16)
+                return -ELOOP;
+        fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                        rm_rf_at(dirfd(d), de->d_name, depth + 1);
+        return unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static int
+build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
+{
+        struct budget b = { 0 };
+        char passwd[512], group[256];
+        _cleanup_close_ int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int d = -1;
+        int r = 0;
+
+        if (etc < 0)
+                return -errno;
+        if (mkdirat(root, tmpname, 0755) < 0)
+                return -errno;
+        d = openat(root, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (d < 0)
+                return -errno;
+        fchmod(d, 0755);
+        for (const char *const *e = xb_etc_allowlist; *e && r == 0; e++)
+                r = copy_allowed(etc, d, *e, &b);
+        snprintf(passwd, sizeof(passwd),
+                 "root:x:0:0:root:/root:/bin/bash\nuser:x:%u:%u:user:/home/user:/bin/bash\n"
+                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", user_uid, user_uid);
+        snprintf(group, sizeof(group), "root:x:0:\ntty:x:5:\nusers:x:100:\nuser:x:%u:\nnogroup:x:65534:\n",
+                 user_uid);
+        if (!r)
+                r = write_file(d, "passwd", passwd, 0644);
+        if (!r)
+                r = write_file(d, "group", group, 0644);
+        if (!r)
+                r = write_file(d, "hostname", "sandbox\n", 0644);
+        if (!r)
+                r = write_file(d, "hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n", 0644);
+        /* No network but loopback: a resolver that answers nothing, fast. */
+        if (!r)
+                r = write_file(d, "resolv.conf", "# execbox: this sandbox has no network\nnameserver 127.0.0.1\n", 0644);
+        if (!r)
+                r = write_file(d, "nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+                               "networks: files\nprotocols: files\nservices: files\n", 0644);
+        if (!r)
+                r = write_file(d, STAMP, stamp, 0600);
+        return r;
+}
+
+int
+xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct xb_err *err)
+{
+        _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct xb_buf fp = { .max = 1 << 20 };
+        _cleanup_free_ char *old = NULL;
+        char tmpname[64], path[4096];
+        struct stat st;
+        int r;
+
+        if (root < 0)
+                return xb_err_set(err, errno, "open %s", dir);
+        if (fingerprint(user_uid, &fp) < 0) {
+                xb_buf_free(&fp);
+                return xb_err_set(err, ENOMEM, "fingerprint /etc");
+        }
+        snprintf(path, sizeof(path), "%s/etc", dir);
+        if (fstatat(root, "etc/" STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            time(NULL) - st.st_mtime < XB_ETCVIEW_MAX_AGE_S &&
+            xb_read_file_at(root, "etc/" STAMP, 1 << 20, &old, NULL) == 0 && strcmp(old, fp.data) == 0) {
+                xb_buf_free(&fp);
+                *ret_path = strdup(path);
+                return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
+        }
+        snprintf(tmpname, sizeof(tmpname), "etc.new.%d", (int)getpid());
+        rm_rf_at(root, tmpname, 0);
+        r = build(root, tmpname, user_uid, fp.data);
+        xb_buf_free(&fp);
+        if (r < 0) {
+                rm_rf_at(root, tmpname, 0);
+                return xb_err_set(err, -r, "prepare the sandbox /etc in %s", dir);
+        }
+        /* Swap the new view in atomically; mounts of the old one keep it alive. */
+        if (renameat2(root, tmpname, root, "etc", RENAME_EXCHANGE) == 0)
+                rm_rf_at(root, tmpname, 0);
+        else if (errno != ENOENT || renameat(root, tmpname, root, "etc") < 0) {
+                r = -errno;
+                rm_rf_at(root, tmpname, 0);
+                return xb_err_set(err, -r, "install the sandbox /etc in %s", dir);
+        }
+        *ret_path = strdup(path);
+        return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
+}

@@ -1,0 +1,481 @@
+/* Sandbox creation and teardown. See sandbox.h for the sequence. */
+#define _GNU_SOURCE
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/sched.h>
+
+#include "base/cleanup.h"
+#include "base/fd.h"
+#include "proto/wire.h"
+#include "sandbox/caps.h"
+#include "sandbox/runtime.h"
+#include "sandbox/etcview.h"
+
+
+
+#define INIT_SOCK_FD 3
+
+int
+xb_random_id(char *id, size_t len)
+{
+        static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+        unsigned char raw[64];
+
+        if (len == 0 || len - 1 > sizeof(raw))
+                return -EINVAL;
+        if (getrandom(raw, len - 1, 0) != (ssize_t)(len - 1))
+                return -EIO;
+        for (size_t i = 0; i + 1 < len; i++)
+                id[i] = alphabet[raw[i] & 31];
+        id[len - 1] = '\0';
+        return 0;
+}
+
+int
+xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err)
+{
+        struct xb_engine *e = calloc(1, sizeof(*e));
+        int r;
+
+        if (!e)
+                return xb_err_set(err, ENOMEM, "engine");
+        e->init_fd = e->runtime_fd = -1;
+        if (geteuid() != 0) {
+                free(e);
+                return xb_err_msg(err, EPERM, "execbox needs root to create sandboxes "
+                                  "(user ranges, cgroups); run it with sudo");
+        }
+        xb_host_layout_detect(&e->layout);
+        if ((r = xb_runtime_open(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, err)) < 0)
+                goto fail;
+        e->runtime_fd = r;
+        if ((r = xb_uidpool_open(&e->uids, e->runtime_fd, "uids.lock", 0, err)) < 0)
+                goto fail;
+        if ((r = xb_etcview_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, XB_USER_UID,
+                                    &e->etc_dir, err)) < 0)
+                goto fail;
+        if ((r = xb_cgroup_sys_open(o->cgroup_mode, o->cgroup_parent ? o->cgroup_parent : "execbox",
+                                    &e->cgroups, err)) < 0)
+                goto fail;
+        if ((r = xb_seccomp_embedded(&e->seccomp, err)) < 0)
+                goto fail;
+        if ((r = xb_runtime_init_image(e->runtime_fd, err)) < 0)
+                goto fail;
+        e->init_fd = r;
+        if (o->nallow) {
+                e->allow = calloc(o->nallow, sizeof(char *));
+                if (!e->allow) {
+                        r = xb_err_set(err, ENOMEM, "engine");
+                        goto fail;
+                }
+                for (size_t i = 0; i < o->nallow; i++) {
+                        e->allow[i] = realpath(o->allow_mounts[i], NULL);
+                        if (!e->allow[i]) {
+                                r = xb_err_set(err, errno, "allowed mount directory %s", o->allow_mounts[i]);
+                                goto fail;
+                        }
+                        e->nallow++;
+                }
+        }
+        *ret = e;
+        return 0;
+fail:
+        xb_engine_close(e);
+        return r;
+}
+
+void
+xb_engine_close(struct xb_engine *e)
+{
+        if (!e)
+                return;
+        if (e->init_fd >= 0)
+                close(e->init_fd);
+        if (e->runtime_fd >= 0)
+                close(e->runtime_fd);
+        free(e->etc_dir);
+        xb_cgroup_sys_close(e->cgroups);
+        xb_uidpool_close(&e->uids);
+        for (size_t i = 0; i < e->nallow; i++)
+                free(e->allow[i]);
+        free(e->allow);
+        free(e);
+}
+
+/* ---- the setup child ---- */
+
+struct child_args {
+        const struct xb_cgroup_join *join;
+        int sock;
+        int init_fd;
+        const struct xb_mount_plan *plan;
+        const struct xb_seccomp *seccomp;
+        const struct xb_sandbox_config *cfg;
+        const struct xb_bind *binds;  /* resolved */
+        size_t nbinds;
+};
+
+static int
+loopback_up(void)
+{
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        struct ifreq ifr = { 0 };
+
+        if (fd < 0)
+                return -errno;
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+        if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+                return -errno;
+        ifr.ifr_flags |= IFF_UP;
+        return ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+}
+
+static int
+child_setup(const struct child_args *a, struct xb_err *err)
+{
+        char go;
+        char *argv[3 + 32 + 1] = { (char *)"execbox-init", (char *)"/tmp", (char *)"/home/user" };
+        size_t argc = 3;
+        int r, devnull, memfd;
+
+        /* Join the v1 groups while the daemon writes our id maps; we are
+         * still the host's root for the cgroup file checks until setresuid. */
+        if ((r = xb_cgroup_join_self(a->join)) < 0)
+                return xb_err_set(err, -r, "join the sandbox's cgroups");
+        /* Sources are opened here, not in the daemon: a bind needs a source
+         * mount in the caller's own mount namespace (EINVAL otherwise). And
+         * before setresuid: we still have the host root's file access, which
+         * the root-only runtime directory needs. */
+        if ((r = xb_mountplan_open_sources((struct xb_mount_plan *)a->plan, err)) < 0)
+                return r;
+        if (recv(a->sock, &go, 1, 0) != 1)
+                return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+                return xb_err_set(err, errno, "become root in the user namespace");
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                return xb_err_set(err, errno, "unshare the cgroup namespace");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return xb_err_set(err, errno, "make mounts private");
+        /* The new root is a tmpfs over /tmp, seen only in this mount namespace;
+         * every source was opened before, so nothing under /tmp is needed. */
+        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
+                return xb_err_set(err, errno, "mount the root tmpfs");
+        if (chdir("/tmp") < 0)
+                return xb_err_set(err, errno, "enter the new root");
+        if ((r = xb_mountplan_execute(a->plan, err)) < 0)
+                return r;
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return xb_err_set(err, errno, "pivot_root");
+        /* The old root is now stacked on the new one: detach it. */
+        if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+                return xb_err_set(err, errno, "detach the old root");
+        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                return xb_err_set(err, errno, "make the root read-only");
+        if (sethostname("sandbox", 7) < 0)
+                return xb_err_set(err, errno, "sethostname");
+        if ((r = loopback_up()) < 0)
+                return xb_err_set(err, -r, "bring up loopback");
+
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+                return xb_err_set(err, errno, "open /dev/null");
+        close(devnull);
+
+        if ((r = xb_caps_bound(xb_caps_default_mask())) < 0)
+                return xb_err_set(err, -r, "drop capabilities from the bounding set");
+        if ((r = xb_caps_clear_inheritable()) < 0)
+                return xb_err_set(err, -r, "clear inheritable capabilities");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return xb_err_set(err, errno, "set no_new_privs");
+
+        if ((r = xb_seccomp_install(a->seccomp)) < 0)
+                return xb_err_set(err, -r, "install the seccomp filter");
+
+        /* Init gets the socket as fd 3 and nothing else; the image fd is
+         * close-on-exec and moved out of the way first. */
+        memfd = fcntl(a->init_fd, F_DUPFD_CLOEXEC, 10);
+        if (memfd < 0)
+                return xb_err_set(err, errno, "dup the init image fd");
+        if (a->sock != INIT_SOCK_FD) {
+                if (dup3(a->sock, INIT_SOCK_FD, 0) < 0)
+                        return xb_err_set(err, errno, "move the init socket");
+        } else if (xb_set_cloexec(INIT_SOCK_FD, false) < 0)
+                return xb_err_set(err, errno, "keep the init socket");
+        {
+                int keep[] = { INIT_SOCK_FD, memfd };
+
+                if ((r = xb_close_all_except(keep, 2)) < 0)
+                        return xb_err_set(err, -r, "close inherited fds");
+        }
+        /* Init applies Landlock to itself first thing: its argv lists the
+         * writable places. (Applied here, it would deny executing init's
+         * image, which lives outside the sandbox's root.) */
+        for (size_t i = 0; i < a->nbinds && argc < ARRAY_SIZE(argv) - 1; i++)
+                if (a->binds[i].rw)
+                        argv[argc++] = a->binds[i].dest;
+        argv[argc] = NULL;
+        {
+                char *const envp[] = { NULL };
+
+                syscall(SYS_execveat, memfd, "", argv, envp, AT_EMPTY_PATH);
+        }
+        return xb_err_set(err, errno, "exec the sandbox init");
+}
+
+static void __attribute__((noreturn))
+child_main(const struct child_args *a)
+{
+        struct xb_err err = { 0 };
+        uint8_t buf[1024];
+        struct xb_msgw w;
+
+        /* If the daemon dies before init runs, so do we. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        child_setup(a, &err);
+        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_ERROR, 0);
+        xb_msgw_u64(&w, XB_K_ERRNO, (uint64_t)(err.code ? err.code : EIO));
+        xb_msgw_str(&w, XB_K_STAGE, err.msg);
+        /* Before the final exec the socket may already have moved to fd 3. */
+        if (xb_msg_send(a->sock, w.buf, w.len, NULL, 0) == -EBADF)
+                xb_msg_send(INIT_SOCK_FD, w.buf, w.len, NULL, 0);
+        _exit(127);
+}
+
+static int
+write_id_map(pid_t pid, const char *file, uid_t base)
+{
+        char path[64], map[64];
+        _cleanup_close_ int fd = -1;
+
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, XB_UID_RANGE);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write(fd, map, strlen(map)) == (ssize_t)strlen(map) ? 0 : -errno;
+}
+
+static void
+free_binds(struct xb_bind *b, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                xb_bind_free(&b[i]);
+        free(b);
+}
+
+int
+xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struct xb_sandbox **ret,
+                 struct xb_err *err)
+{
+        _cleanup_free_ struct xb_sandbox *sb = calloc(1, sizeof(*sb));
+        struct xb_mount_plan plan = { 0 };
+        struct xb_bind *binds = NULL;
+        struct xb_image_opts img;
+        struct xb_cgroup_limits cl;
+        struct clone_args ca = { 0 };
+        struct xb_cgroup_join join = { .clone_fd = -1, .tasks = { -1, -1, -1, -1, -1 } };
+        int sv[2] = { -1, -1 }, pidfd = -1, r;
+        bool have_slot = false;
+        pid_t pid;
+
+        if (!sb)
+                return xb_err_set(err, ENOMEM, "sandbox");
+        sb->pidfd = sb->sock = -1;
+        sb->eng = e;
+        if ((r = xb_limits_validate(&cfg->limits, err)) < 0)
+                return r;
+        if ((r = xb_random_id(sb->id, sizeof(sb->id))) < 0)
+                return xb_err_set(err, -r, "random id");
+
+        /* The caller's binds: validated, resolved and checked against the allowlist. */
+        if (cfg->nbinds) {
+                if (cfg->nbinds > 32)
+                        return xb_err_msg(err, E2BIG, "at most 32 mounts per sandbox");
+                if ((r = xb_binds_validate(cfg->binds, cfg->nbinds, err)) < 0)
+                        return r;
+                binds = calloc(cfg->nbinds, sizeof(*binds));
+                if (!binds)
+                        return xb_err_set(err, ENOMEM, "binds");
+                for (size_t i = 0; i < cfg->nbinds; i++) {
+                        binds[i].host = strdup(cfg->binds[i].host);
+                        binds[i].dest = strdup(cfg->binds[i].dest);
+                        binds[i].rw = cfg->binds[i].rw;
+                        if (!binds[i].host || !binds[i].dest) {
+                                r = xb_err_set(err, ENOMEM, "binds");
+                                goto fail;
+                        }
+                        r = xb_bind_resolve(&binds[i], (const char *const *)e->allow, e->nallow, err);
+                        if (r < 0)
+                                goto fail;
+                }
+        }
+
+        img = (struct xb_image_opts){
+                .disk = cfg->limits.disk, .user_uid = XB_USER_UID, .user_gid = XB_USER_UID,
+                .etc_dir = e->etc_dir, .binds = binds, .nbinds = cfg->nbinds, .layout = e->layout,
+        };
+        if ((r = xb_mountplan_host(&plan, &img, err)) < 0)
+                goto fail;
+
+        if ((r = xb_uidpool_alloc(&e->uids, &sb->uid_slot)) < 0) {
+                r = xb_err_msg(err, EAGAIN, "no free uid range: %u sandboxes are running", e->uids.nslots);
+                goto fail;
+        }
+        have_slot = true;
+        sb->host_uid_base = xb_uidpool_host_base(sb->uid_slot);
+
+        cl = (struct xb_cgroup_limits){ .memory = cfg->limits.memory, .pids = cfg->limits.pids,
+                                        .cpus_milli = cfg->limits.cpus_milli, .oom_group = cfg->oom_group };
+        {
+                char name[64];
+
+                snprintf(name, sizeof(name), "sb-%s", sb->id);
+                if ((r = xb_cgroup_create(e->cgroups, name, &cl, &sb->cg, err)) < 0)
+                        goto fail;
+        }
+        if ((r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
+                goto fail;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                r = xb_err_set(err, errno, "socketpair");
+                goto fail;
+        }
+
+        ca.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS |
+                   CLONE_NEWIPC | CLONE_PIDFD;
+        ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+        ca.exit_signal = SIGCHLD;
+        if (join.clone_fd >= 0) {
+                ca.flags |= CLONE_INTO_CGROUP;
+                ca.cgroup = (uint64_t)join.clone_fd;
+        }
+        pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+        if (pid < 0) {
+                r = xb_err_set(err, errno, "clone the sandbox");
+                goto fail;
+        }
+        if (pid == 0) {
+                struct child_args a = { .join = &join, .sock = sv[1], .init_fd = e->init_fd, .plan = &plan,
+                                        .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
+                                        .nbinds = cfg->nbinds };
+
+                close(sv[0]);
+                child_main(&a);
+        }
+        close(sv[1]);
+        sv[1] = -1;
+        xb_cgroup_join_close(&join);
+        sb->pid = pid;
+        sb->pidfd = pidfd;
+        sb->sock = sv[0];
+        sv[0] = -1;
+        xb_mountplan_free(&plan);
+        free_binds(binds, cfg->nbinds);
+        binds = NULL;
+
+        if ((r = write_id_map(pid, "uid_map", sb->host_uid_base)) < 0 ||
+            (r = write_id_map(pid, "gid_map", sb->host_uid_base)) < 0) {
+                xb_err_set(err, -r, "write the sandbox's id map");
+                goto fail_child;
+        }
+        if (send(sb->sock, "g", 1, MSG_NOSIGNAL) != 1) {
+                r = xb_err_set(err, errno, "release the setup child");
+                goto fail_child;
+        }
+        if ((r = xb_set_nonblock(sb->sock, true)) < 0) {
+                xb_err_set(err, -r, "init socket");
+                goto fail_child;
+        }
+        *ret = TAKE_PTR(sb);
+        return 0;
+
+fail_child:
+        xb_sandbox_destroy(TAKE_PTR(sb));
+        return r;
+fail:
+        xb_cgroup_join_close(&join);
+        if (sv[0] >= 0)
+                close(sv[0]);
+        if (sv[1] >= 0)
+                close(sv[1]);
+        xb_mountplan_free(&plan);
+        free_binds(binds, cfg->nbinds);
+        xb_cgroup_destroy(sb->cg);
+        if (have_slot)
+                xb_uidpool_release(&e->uids, sb->uid_slot);
+        return r;
+}
+
+void
+xb_sandbox_kill(struct xb_sandbox *sb)
+{
+        if (!sb->reaped && sb->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+        if (sb->cg)
+                xb_cgroup_kill(sb->cg);
+}
+
+int
+xb_sandbox_reap(struct xb_sandbox *sb, bool wait)
+{
+        siginfo_t si = { 0 };
+
+        if (sb->reaped)
+                return 1;
+        if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | (wait ? 0 : WNOHANG)) < 0) {
+                if (errno == ECHILD) {
+                        sb->reaped = true;
+                        return 1;
+                }
+                return -errno;
+        }
+        if (si.si_pid == 0)
+                return 0;
+        sb->reaped = true;
+        return 1;
+}
+
+int
+xb_sandbox_stats(struct xb_sandbox *sb, struct xb_cgroup_stats *st)
+{
+        return xb_cgroup_stats(sb->cg, st);
+}
+
+int
+xb_sandbox_destroy(struct xb_sandbox *sb)
+{
+        int r = 0;
+
+        if (!sb)
+                return 0;
+        xb_sandbox_kill(sb);
+        /* Init's exit waits for every task of its pid namespace to die. */
+        while (xb_sandbox_reap(sb, true) == -EINTR)
+                ;
+        if (sb->sock >= 0)
+                close(sb->sock);
+        if (sb->pidfd >= 0)
+                close(sb->pidfd);
+        r = xb_cgroup_destroy(sb->cg);
+        xb_uidpool_release(&sb->eng->uids, sb->uid_slot);
+        free(sb);
+        return r;
+}

@@ -1,0 +1,89 @@
+/* A sandbox: namespaces, a cgroup, a uid range and a root filesystem, with
+ * the execbox init as pid 1 speaking the init protocol on a socket.
+ *
+ * Theory of operation. xb_sandbox_start() clones a setup child into new
+ * user, pid, mount, net, uts and ipc namespaces (cgroup after it joins its
+ * group). The daemon writes the uid and gid maps and attaches the child to
+ * the cgroup, then sends one "go" datagram. The child builds the root from
+ * the mount plan, pivots into it, brings loopback up, drops capabilities to
+ * Docker's set, sets no_new_privs and seccomp, and execs the init image (a
+ * fresh static program, never a fork of the daemon's memory), which applies
+ * Landlock to itself before anything else. From then on the socket (fd 3 in init) carries
+ * the init protocol; a setup failure arrives there as one XB_EV_ERROR.
+ * Killing init (pid 1) makes the kernel kill the whole pid namespace; the
+ * cgroup is killed too, then removed once empty. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/limits.h"
+#include "sandbox/mountplan.h"
+#include "sandbox/seccomp.h"
+#include "sandbox/uidpool.h"
+
+#define XB_SANDBOX_ID_LEN 26          /* 128 random bits in base32 */
+#define XB_USER_UID 1000u             /* "user", who owns /home/user */
+
+struct xb_engine_opts {
+        enum xb_cgroup_mode cgroup_mode;
+        const char *cgroup_parent;    /* default "execbox" */
+        const char *runtime_dir;      /* default XB_RUNTIME_DIR */
+        const char *const *allow_mounts;  /* resolved host dirs callers may bind */
+        size_t nallow;
+};
+
+/* What every sandbox of one process shares: built once. */
+struct xb_engine {
+        struct xb_cgroup_sys *cgroups;
+        struct xb_uidpool uids;
+        struct xb_seccomp seccomp;
+        struct xb_host_layout layout;
+        int runtime_fd;               /* XB_RUNTIME_DIR */
+        int init_fd;                  /* the init image, for execveat */
+        char *etc_dir;                /* the prepared /etc view */
+        char **allow;
+        size_t nallow;
+};
+
+struct xb_sandbox_config {
+        struct xb_limits limits;      /* memory, pids, cpus_milli, disk apply here */
+        const struct xb_bind *binds;  /* unresolved; checked against the engine allowlist */
+        size_t nbinds;
+        bool oom_group;               /* an OOM kills the whole sandbox (one-shot runs) */
+};
+
+struct xb_sandbox {
+        char id[XB_SANDBOX_ID_LEN + 1];
+        struct xb_engine *eng;
+        pid_t pid;                    /* init, in the host's pid namespace */
+        int pidfd;
+        int sock;                     /* init protocol, SOCK_SEQPACKET, non-blocking */
+        struct xb_cgroup *cg;
+        uint32_t uid_slot;
+        uid_t host_uid_base;
+        bool reaped;
+};
+
+int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
+void xb_engine_close(struct xb_engine *e);
+
+/* Start a sandbox; returns once the setup child has been released (init
+ * announces itself with XB_EV_READY on sb->sock). */
+int xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg,
+                     struct xb_sandbox **ret, struct xb_err *err);
+/* SIGKILL init and every task in the cgroup. Idempotent. */
+void xb_sandbox_kill(struct xb_sandbox *sb);
+/* Reap init: returns 1 once reaped, 0 if still running (wait=false). */
+int xb_sandbox_reap(struct xb_sandbox *sb, bool wait);
+/* Usage of the whole sandbox so far. */
+int xb_sandbox_stats(struct xb_sandbox *sb, struct xb_cgroup_stats *st);
+/* Kill, reap, remove the cgroup, free the uid range and sb. -EBUSY if the
+ * cgroup could not be removed (logged by callers; nothing else leaks). */
+int xb_sandbox_destroy(struct xb_sandbox *sb);
+
+/* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */
+int xb_random_id(char *id, size_t len);
