@@ -20,7 +20,10 @@ endif
 
 PKGS := jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libmicrohttpd is loaded at run time (src/server/mhd.h): only its headers here.
+PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+MHD_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libmicrohttpd 2>/dev/null)/libmicrohttpd.so 2>/dev/null | awk '/SONAME/{print $$2}')
+CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 
 # seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
 POLICY_SRC := src/sandbox/seccomp_policy.c
@@ -40,7 +43,7 @@ PROBE := $(BUILD)/tests/xbprobe
 
 .PHONY: all deps check unit integration run bench clean install fuzz format
 
-all: $(EXECBOX)
+all: $(EXECBOX) $(PROBE)
 
 deps:
 	@scripts/deps.sh
@@ -102,14 +105,15 @@ $(BUILD)/init_hash.o: $(BUILD)/init_hash.c
 $(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
 	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# The probe runs inside sandboxes to attack them; static so it needs nothing there.
-$(PROBE): tests/helper/xbprobe.c
+# The probe runs inside sandboxes to attack them; static (musl, like the
+# init) so it needs nothing there and starts without glibc's cpuid probes.
+$(PROBE): tests/helper/xbprobe.c $(MUSL_INC)/.stamp $(MUSL_SPECS)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu17 -O2 -Wall -Wextra -Werror -static -o $@ $<
+	$(INIT_CC) -std=gnu17 -O2 -Wall -Wextra -Werror -isystem $(MUSL_INC) -static -s -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(BUILD)/$(POLICY_SRC:.c=.o) $(BUILD)/blobs.o $(BUILD)/init_hash.o
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SAN) $(PKG_CFLAGS) -Wno-missing-prototypes -fPIE -pie -o $@ $^ $(PKG_LIBS) -lseccomp -lcriterion
+	$(CC) $(CFLAGS) $(SAN) $(PKG_CFLAGS) -Wno-missing-prototypes -fPIE -pie -o $@ $(filter %.c %.o,$^) $(PKG_LIBS) -lseccomp -lcriterion
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t --jobs 1; done

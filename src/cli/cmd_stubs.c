@@ -4,15 +4,6 @@
 #include "cli/cli.h"
 
 int
-xb_cmd_serve(int argc, char **argv)
-{
-        (void)argc;
-        (void)argv;
-        fputs("execbox: error: `serve` is not built yet\n", stderr);
-        return XB_EXIT_OWN_ERROR;
-}
-
-int
 xb_cmd_mcp(int argc, char **argv)
 {
         (void)argc;

@@ -132,3 +132,41 @@ xb_outbuf_render(const struct xb_outbuf *o, const char *what, size_t *ret_len)
                 *ret_len = len;
         return s;
 }
+
+size_t
+xb_outbuf_read(const struct xb_outbuf *o, uint64_t off, char *dst, size_t max, uint64_t *ret_start)
+{
+        uint64_t tail_start = o->total - o->ring_len;
+        size_t n = 0;
+
+        if (off > o->total)
+                off = o->total;
+        if (off < o->head_len) {
+                size_t k = (size_t)(o->head_len - off) < max ? (size_t)(o->head_len - off) : max;
+
+                memcpy(dst, o->head + off, k);
+                n = k;
+                *ret_start = off;
+                off += k;
+                /* Continue into the tail only if nothing was dropped between. */
+                if (off < o->head_len || tail_start != o->head_len)
+                        return n;
+        } else {
+                if (off < tail_start)
+                        off = tail_start;
+                *ret_start = off;
+        }
+        while (n < max && off < o->total) {
+                size_t pos = (o->ring_start + (size_t)(off - tail_start)) % o->ring_cap;
+                size_t run = o->ring_cap - pos;
+
+                if (run > o->total - off)
+                        run = (size_t)(o->total - off);
+                if (run > max - n)
+                        run = max - n;
+                memcpy(dst + n, o->ring + pos, run);
+                n += run;
+                off += run;
+        }
+        return n;
+}

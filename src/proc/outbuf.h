@@ -35,3 +35,7 @@ char *xb_outbuf_render(const struct xb_outbuf *o, const char *what, size_t *ret_
 size_t xb_outbuf_marker(const struct xb_outbuf *o, const char *what, char *buf, size_t len);
 /* Copy the tail (oldest first) into dst, which has room for ring_len bytes. */
 void xb_outbuf_copy_tail(const struct xb_outbuf *o, char *dst);
+/* Read kept bytes from absolute offset off: up to max bytes into dst.
+ * Bytes dropped from the middle are skipped: *ret_start is where the copy
+ * really starts (>= off). Returns the count copied. */
+size_t xb_outbuf_read(const struct xb_outbuf *o, uint64_t off, char *dst, size_t max, uint64_t *ret_start);
