@@ -41,7 +41,7 @@ EXECBOX := $(BUILD)/execbox
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration run bench clean install fuzz format
+.PHONY: all deps check unit integration run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -91,9 +91,12 @@ $(BUILD)/gen_seccomp: tools/gen_seccomp.c $(BUILD)/$(POLICY_SRC:.c=.o) $(BUILD)/
 $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf &: $(BUILD)/gen_seccomp
 	$(BUILD)/gen_seccomp $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf
 
-$(BUILD)/blobs.o: src/sandbox/blobs.S $(INIT) $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf
+DRIVERS := src/drivers/python_driver.py src/drivers/node_driver.js
+
+$(BUILD)/blobs.o: src/sandbox/blobs.S $(INIT) $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf $(DRIVERS)
 	$(CC) -c -DXB_INIT_PATH='"$(INIT)"' -DXB_SECCOMP_MAIN='"$(BUILD)/seccomp-main.bpf"' \
-	  -DXB_SECCOMP_STUB='"$(BUILD)/seccomp-stub.bpf"' $< -o $@
+	  -DXB_SECCOMP_STUB='"$(BUILD)/seccomp-stub.bpf"' -DXB_PYTHON_DRIVER='"src/drivers/python_driver.py"' \
+	  -DXB_NODE_DRIVER='"src/drivers/node_driver.js"' $< -o $@
 
 # The init image's identity names its cached copy in the runtime directory.
 $(BUILD)/init_hash.c: $(INIT)
@@ -118,6 +121,22 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(BUILD)/$(POLICY_SRC:.c=.
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t --jobs 1; done
 
+# libFuzzer targets, one per parser: `make fuzz` builds them with clang,
+# `make fuzz-replay` runs each once over its saved corpus (for `make check`);
+# fuzz for real with e.g. $(BUILD)/fuzz/fuzz_wire tests/fuzz/corpus/wire.
+FUZZ_CC ?= clang
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c src/proto/wire.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
+fuzz: $(FUZZ_BIN)
+
+fuzz-replay: $(FUZZ_BIN)
+	@set -e; for f in $(FUZZ_BIN); do echo "== $$f"; $$f -runs=0 tests/fuzz/corpus/$${f##*/fuzz_}; done
+
 integration: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
@@ -125,11 +144,15 @@ integration: $(EXECBOX) $(PROBE)
 check: deps
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) fuzz-replay
 	$(MAKE) integration
 
+# The server in the foreground; Ctrl-C stops it and removes every sandbox.
+LISTEN ?= 127.0.0.1:8000
+STATE_DIR ?= /var/lib/execbox
 run: deps
 	$(MAKE) all
-	@scripts/run-demo.sh $(EXECBOX)
+	$(EXECBOX) serve --listen $(LISTEN) --state-dir $(STATE_DIR)
 
 bench: deps
 	$(MAKE) all $(BUILD)/bench/bench_run

@@ -7,6 +7,7 @@ PKGS=(
   build-essential pkg-config musl-tools # compiler, linker; musl for the static init
   libseccomp-dev libjansson-dev libmicrohttpd-dev   # seccomp filters, JSON, HTTP
   libcriterion-dev                      # unit tests
+  clang libclang-rt-14-dev              # libFuzzer targets (make fuzz, fuzz-replay)
   python3 python3-pytest python3-requests           # integration tests
   bubblewrap                            # the benchmark's peer
   iproute2 procps                       # tests inspect namespaces and processes

@@ -5,9 +5,7 @@
 
 #include "cli/cli.h"
 
-#ifndef XB_VERSION
-#define XB_VERSION "0.1.0"
-#endif
+#include "base/version.h"
 
 static void
 usage(FILE *f)

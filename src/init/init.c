@@ -54,6 +54,9 @@ handle(const uint8_t *buf, size_t len, int *fds, size_t nfds)
         case XB_REQ_SIGNAL:
                 xb_init_signal(&r);
                 break;
+        case XB_REQ_FILE:
+                xb_init_file(&r, fds, nfds);
+                return;
         default:
                 xb_init_error(r.tag, ENOSYS, "unknown request");
                 break;

@@ -6,7 +6,8 @@
  * with XB_EV_READY, then serves requests one at a time: SPAWN forks a
  * command (its std fds arrive with the request, as write ends of pipes the
  * daemon owns, so nothing here can block the daemon), SIGNAL signals a
- * command or its process group. SIGCHLD comes through a signalfd; init reaps
+ * command or its process group, FILE does a file operation as the sandbox
+ * user (init_files.c). SIGCHLD comes through a signalfd; init reaps
  * every zombie in the namespace and reports the exit of the commands it
  * spawned. When the socket closes, init exits and the kernel kills the rest
  * of the pid namespace. */
@@ -34,3 +35,6 @@ void xb_init_error(uint32_t tag, int errnum, const char *stage);
 void xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds);
 void xb_init_signal(const struct xb_msgr *r);
 void xb_init_reap(void);
+
+/* init_files.c: one XB_REQ_FILE, answered with XB_EV_FILE; closes fds. */
+void xb_init_file(const struct xb_msgr *r, int *fds, size_t nfds);

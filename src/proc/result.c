@@ -19,9 +19,9 @@ xb_status_name(enum xb_status s)
 enum xb_status
 xb_verdict(const struct xb_verdict_in *v)
 {
-        bool sigkill = !v->exited && v->signal == SIGKILL;
-
-        if (v->oom && (sigkill || !v->exited))
+        /* An OOM kill anywhere in the run is the verdict even if the main
+         * process survived it and exited on its own (v1 has no group OOM). */
+        if (v->oom)
                 return XB_ST_MEMORY_LIMIT;
         if (v->timed_out)
                 return XB_ST_TIMEOUT;

@@ -36,6 +36,8 @@ struct xb_verdict_in {
         bool truncated;
 };
 
-/* Precedence: memory, timeout, cpu, output kill, signal, truncated output,
- * exit code. Pure, unit-tested. */
+/* Precedence: memory (any OOM kill in the run), timeout, cpu, output kill,
+ * signal, truncated output, exit code. Callers that share a cgroup among
+ * several commands set oom only for a command the OOM killer hit. Pure,
+ * unit-tested. */
 enum xb_status xb_verdict(const struct xb_verdict_in *v);

@@ -21,7 +21,7 @@
 enum xb_msg_type {
         XB_REQ_SPAWN = 1,     /* fields below; fds: the std fds named in FLAGS */
         XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP) */
-        XB_REQ_FILE = 3,      /* file operation, see fileops */
+        XB_REQ_FILE = 3,      /* a file operation, see enum xb_fop */
 
         XB_EV_READY = 100,    /* VERSION */
         XB_EV_SPAWNED = 101,  /* tag = request tag; PID */
@@ -49,6 +49,47 @@ enum xb_msg_key {
 #define XB_SPAWN_LAST 0x10u     /* one-shot: init exits (ending the sandbox) once this command has */
 /* XB_REQ_SIGNAL flags. */
 #define XB_SIG_GROUP 0x1u     /* signal the process group, not just the process */
+
+/* XB_REQ_FILE: OP, PATH (absolute, as the sandbox sees it), UID and GID (the
+ * fsuid/fsgid init acts as), and per operation the fields below. Every
+ * XB_EV_FILE reply carries ERRNO (0 on success); a failure on a file of the
+ * wrong kind adds TYPE, the kind found. src/init/init_files.c has the
+ * theory of operation. */
+enum xb_fop {
+        XB_FOP_READ = 1,      /* -> one fd: O_RDONLY, a regular file */
+        XB_FOP_WRITE,         /* MODE, FLAGS (APPEND, MODE_SET, PARENTS) -> one fd: O_WRONLY, regular */
+        XB_FOP_STAT,          /* -> TYPE, MODE, SIZE, MTIME_NS, DATA (a symlink's target) */
+        XB_FOP_LIST,          /* DEPTH -> ENTRY..., COUNT, TRUNC; parts flagged MORE come first */
+        XB_FOP_MKDIR,         /* MODE, FLAGS (PARENTS) -> COUNT (directories made) */
+        XB_FOP_MOVE,          /* PATH2, FLAGS (OVERWRITE) */
+        XB_FOP_DELETE,        /* FLAGS (RECURSIVE) -> COUNT (entries removed) */
+};
+/* XB_REQ_FILE flags; XB_FILE_MORE only in replies. */
+#define XB_FILE_APPEND 0x1u
+#define XB_FILE_MODE_SET 0x2u     /* chmod an existing file to MODE too */
+#define XB_FILE_PARENTS 0x4u      /* create missing parent directories (0755) */
+#define XB_FILE_OVERWRITE 0x8u
+#define XB_FILE_RECURSIVE 0x10u
+#define XB_FILE_MORE 0x100u       /* a LIST part: more replies with this tag follow */
+
+/* File kinds (TYPE, and in entries). */
+enum xb_ftype {
+        XB_FT_FILE = 1, XB_FT_DIR, XB_FT_SYMLINK, XB_FT_FIFO, XB_FT_SOCKET, XB_FT_CHR, XB_FT_BLK, XB_FT_OTHER,
+};
+
+/* An XB_K_ENTRY field: this header, then the entry's path relative to the
+ * listed directory ("sub/name"; no NUL, not terminated). */
+struct xb_file_entry {
+        uint32_t type;        /* enum xb_ftype */
+        uint32_t mode;        /* permission bits, at most 07777 */
+        uint64_t size;
+        int64_t mtime_ns;
+};
+
+#define XB_FILE_PATH_MAX 4096             /* a path in a request or an entry, in bytes */
+#define XB_FILE_LIST_MAX 10000            /* entries in one listing, over all its parts */
+#define XB_FILE_LIST_BYTES_MAX (2u << 20) /* bytes of entry paths in one listing */
+#define XB_FILE_DEPTH_MAX 5
 
 #define XB_PROTO_VERSION 1u
 

@@ -91,6 +91,29 @@ find_mounts(char v1[NCTL][256], char *v2, size_t v2len)
         return 0;
 }
 
+/* The usual hybrid layout, checked without reading mountinfo: each
+ * controller at /sys/fs/cgroup/NAME (proved by a file only it has), the v2
+ * tree at /sys/fs/cgroup/unified. False sends the caller to mountinfo. */
+static bool
+usual_hybrid(char v1[NCTL][256], char *v2, size_t v2len)
+{
+        static const char *const proof[NCTL] = { "memory.limit_in_bytes", "pids.max", "cpu.cfs_quota_us",
+                                                 "cpuacct.usage", "freezer.state" };
+        struct statfs sfs;
+
+        for (int i = 0; i < NCTL; i++) {
+                char path[256];
+
+                snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/%s", ctl_names[i], proof[i]);
+                if (access(path, F_OK) < 0)
+                        return false;
+                snprintf(v1[i], sizeof(v1[i]), "/sys/fs/cgroup/%s", ctl_names[i]);
+        }
+        if (statfs("/sys/fs/cgroup/unified", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+                snprintf(v2, v2len, "/sys/fs/cgroup/unified");
+        return true;
+}
+
 static bool
 v2_has_controllers(int rootfd)
 {
@@ -123,7 +146,7 @@ xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix, struct xb_cgrou
 
         if (statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
                 snprintf(v2, sizeof(v2), "/sys/fs/cgroup");
-        else if ((r = find_mounts(v1, v2, sizeof(v2))) < 0)
+        else if (!usual_hybrid(v1, v2, sizeof(v2)) && (r = find_mounts(v1, v2, sizeof(v2))) < 0)
                 return xb_err_set(err, -r, "read /proc/self/mountinfo");
         if (v2[0]) {
                 sys->v2_root = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -630,21 +653,30 @@ xb_cgroup_destroy(struct xb_cgroup *cg)
         return r;
 }
 
-/* Remove one leftover group in one hierarchy: kill, then rmdir. */
+/* Remove one leftover group: only if no task is in it and it is older
+ * than a minute. A live sandbox always has its init inside (from a few
+ * milliseconds after mkdir), so this never touches another process's
+ * sandbox; an empty old group is what a crashed execbox leaves behind
+ * (its inits die when their socket closes). */
 static int
 reap_one(int root, const char *name)
 {
+        struct stat st;
+        _cleanup_free_ char *procs = NULL;
         int fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (fd < 0)
                 return -errno;
-        if (xb_write_file_at(fd, "cgroup.kill", "1") < 0)
-                kill_listed(fd);
+        if (fstat(fd, &st) < 0 || time(NULL) - st.st_mtime < 60 ||
+            xb_read_file_at(fd, "cgroup.procs", 64, &procs, NULL) < 0 || procs[0] != '\0') {
+                close(fd);
+                return -EBUSY;
+        }
         return remove_group(root, name, &fd);
 }
 
 int
-xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys, const char *except_prefix)
+xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys)
 {
         int roots[NCTL + 1], n = 0, removed = 0;
         size_t plen = strlen(sys->prefix);
@@ -666,8 +698,6 @@ xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys, const char *except_prefix)
                 }
                 while ((de = readdir(d))) {
                         if (strncmp(de->d_name, sys->prefix, plen) != 0 || de->d_name[plen] != '-')
-                                continue;
-                        if (except_prefix && strncmp(de->d_name, except_prefix, strlen(except_prefix)) == 0)
                                 continue;
                         if (reap_one(roots[k], de->d_name) == 0)
                                 removed++;

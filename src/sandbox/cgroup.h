@@ -78,9 +78,8 @@ bool xb_cgroup_empty(struct xb_cgroup *cg);
 /* Kill what is left, remove the group everywhere and free cg. Returns
  * -EBUSY (and still frees) if a directory could not be removed. */
 int xb_cgroup_destroy(struct xb_cgroup *cg);
-/* Names of this process's groups ("<prefix>-*") left by a crashed process,
- * for the server to clean up at start: kills their tasks and removes them.
- * Returns how many were removed. */
-int xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys, const char *except_prefix);
+/* Remove "<prefix>-*" groups a crashed execbox left: empty ones older than
+ * a minute (never a live sandbox's). Returns how many were removed. */
+int xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys);
 /* The group's name, for messages. */
 const char *xb_cgroup_name(const struct xb_cgroup *cg);

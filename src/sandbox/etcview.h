@@ -6,12 +6,14 @@
  *
  * The view lives under the runtime directory and is rebuilt when the host
  * entries change (their top-level status differs from the stamp) or when it
- * is older than XB_ETCVIEW_MAX_AGE_S. Rebuilds are atomic (build aside,
+ * is older than XB_ETCVIEW_MAX_AGE_S; a view found current less than
+ * XB_ETCVIEW_RECHECK_S ago is used without checking again. Rebuilds are atomic (build aside,
  * then exchange), so concurrent processes never see half a view. */
 #pragma once
 #include "base/err.h"
 
 #define XB_ETCVIEW_MAX_AGE_S 600
+#define XB_ETCVIEW_RECHECK_S 2
 #define XB_ETCVIEW_MAX_BYTES (64u << 20)
 
 /* Make sure dir/etc is current; returns 0 with *ret_path (malloc'd) set. */

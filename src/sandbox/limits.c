@@ -33,9 +33,11 @@ parse_decimal(const char *s, uint64_t scale, uint64_t *ret)
         if (!isdigit((unsigned char)*p))
                 return NULL;
         for (; isdigit((unsigned char)*p); p++) {
-                if (whole > (UINT64_MAX - 9) / 10)
+                uint64_t digit = (uint64_t)(*p - '0');
+
+                if (whole > (UINT64_MAX - digit) / 10)
                         return NULL;
-                whole = whole * 10 + (uint64_t)(*p - '0');
+                whole = whole * 10 + digit;
         }
         if (*p == '.') {
                 p++;
@@ -51,8 +53,14 @@ parse_decimal(const char *s, uint64_t scale, uint64_t *ret)
         if (scale && whole > UINT64_MAX / scale)
                 return NULL;
         whole *= scale;
-        /* frac < frac_div <= 1e9 and scale <= 2^40 keeps this in range. */
-        whole += (uint64_t)((__uint128_t)frac * scale / frac_div);
+        {
+                /* frac < frac_div <= 1e9 and scale <= 2^40: the product fits in 128 bits. */
+                uint64_t part = (uint64_t)((__uint128_t)frac * scale / frac_div);
+
+                if (part > UINT64_MAX - whole)
+                        return NULL;
+                whole += part;
+        }
         *ret = whole;
         return p;
 }
@@ -138,7 +146,7 @@ int
 xb_parse_u64(const char *s, uint64_t *ret, struct xb_err *err)
 {
         uint64_t v;
-        const char *p = s ? parse_decimal(s, 1, &v) : NULL;
+        const char *p = s && !strchr(s, '.') ? parse_decimal(s, 1, &v) : NULL;
 
         if (!p || *p != '\0')
                 return xb_err_msg(err, EINVAL, "`%.64s` is not a whole number", s ? s : "");

@@ -470,7 +470,13 @@ xb_bind_parse(const char *spec, struct xb_bind *ret, struct xb_err *err)
                 xb_bind_free(ret);
                 return xb_err_set(err, ENOMEM, "mount");
         }
-        return xb_bind_dest_validate(ret->dest, err);
+        {
+                int r = xb_bind_dest_validate(ret->dest, err);
+
+                if (r < 0)
+                        xb_bind_free(ret);
+                return r;
+        }
 }
 
 static bool

@@ -61,12 +61,18 @@ struct xb_req {
         struct xb_io watch;           /* the client's socket while suspended */
         /* XB_ROUTE_SINK */
         int sink_fd;
+        bool begin_replay;            /* MHD repeats the first call after a resume */
         uint64_t sink_bytes;
         int sink_err;
         /* reply headers */
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
         struct xb_stream *stream;
+        /* injected requests (no connection) */
+        bool virt;
+        const struct xb_vreply_ops *vops;
+        void *vctx;
+        char **vquery, **vheaders;     /* owned copies, name/value pairs */
 };
 
 struct xb_stream {
@@ -157,6 +163,12 @@ xb_req_query(const struct xb_req *r, const char *name, int *err)
 
         if (err)
                 *err = 0;
+        if (r->virt) {
+                for (char **q = r->vquery; q && q[0]; q += 2)
+                        if (strcmp(q[0], name) == 0)
+                                return q[1];
+                return NULL;
+        }
         if (MHD(lookup_connection_value_n)(r->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &len) != MHD_YES)
                 return NULL;
         if (!v)
@@ -172,6 +184,12 @@ xb_req_query(const struct xb_req *r, const char *name, int *err)
 const char *
 xb_req_header(const struct xb_req *r, const char *name)
 {
+        if (r->virt) {
+                for (char **q = r->vheaders; q && q[0]; q += 2)
+                        if (strcasecmp(q[0], name) == 0)
+                                return q[1];
+                return NULL;
+        }
         return MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, name);
 }
 
@@ -254,6 +272,10 @@ xb_req_suspend(struct xb_req *r, xb_gone_cb on_gone, void *owner)
         r->owner = owner;
         if (r->suspended || r->replied)
                 return;
+        if (r->virt) {
+                r->suspended = true;
+                return;
+        }
         MHD(suspend_connection)(r->conn);
         r->suspended = true;
         ci = MHD(get_connection_info)(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -261,11 +283,20 @@ xb_req_suspend(struct xb_req *r, xb_gone_cb on_gone, void *owner)
                 xb_io_start(r->http->loop, &r->watch, ci->connect_fd, EPOLLRDHUP, on_client_gone, r);
 }
 
+static void virt_continue(void *data);
+
 void
 xb_req_resume(struct xb_req *r)
 {
         if (!r->suspended)
                 return;
+        if (r->virt) {
+                r->suspended = false;
+                /* A sink route's body goes in once the handler has set the sink. */
+                if (!r->replied && r->phase == XB_PHASE_BEGIN)
+                        xb_loop_defer(r->http->loop, virt_continue, r);
+                return;
+        }
         stop_watch(r);
         r->suspended = false;
         MHD(resume_connection)(r->conn);
@@ -290,6 +321,21 @@ xb_req_sink_error(const struct xb_req *r)
         return r->sink_err;
 }
 
+static void req_free(struct xb_req *r);
+
+/* The one reply of an injected request; the request is freed afterwards. */
+static void
+vreply(struct xb_req *r, unsigned status, const char *ctype, const void *p, size_t n)
+{
+        if (r->replied)
+                return;
+        r->replied = true;
+        r->on_gone = NULL;
+        r->suspended = false;
+        r->vops->reply(r->vctx, status, ctype, p, n);
+        xb_loop_defer(r->http->loop, (xb_defer_cb)req_free, r);
+}
+
 static void
 queue(struct xb_req *r, unsigned status, struct MHD_Response *resp)
 {
@@ -310,8 +356,13 @@ queue(struct xb_req *r, unsigned status, struct MHD_Response *resp)
 void
 xb_reply_bytes(struct xb_req *r, unsigned status, const char *ctype, const void *p, size_t n)
 {
-        struct MHD_Response *resp =
-                MHD(create_response_from_buffer)(n, (void *)p, MHD_RESPMEM_MUST_COPY);
+        struct MHD_Response *resp;
+
+        if (r->virt) {
+                vreply(r, status, ctype, p, n);
+                return;
+        }
+        resp = MHD(create_response_from_buffer)(n, (void *)p, MHD_RESPMEM_MUST_COPY);
 
         if (resp && ctype)
                 MHD(add_response_header)(resp, "Content-Type", ctype);
@@ -328,6 +379,11 @@ xb_reply_json(struct xb_req *r, unsigned status, json_t *body)
         if (!s) {
                 xb_reply_bytes(r, 500, "application/json",
                                "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"hint\":\"retry\"}}", 77);
+                return;
+        }
+        if (r->virt) {
+                vreply(r, status, "application/json", s, strlen(s));
+                free(s);
                 return;
         }
         resp = MHD(create_response_from_buffer)(strlen(s), s, MHD_RESPMEM_MUST_FREE);
@@ -358,17 +414,73 @@ xb_reply_empty(struct xb_req *r, unsigned status)
         xb_reply_bytes(r, status, NULL, "", 0);
 }
 
+/* A file body read with pread(2), not sent with sendfile(2): when the
+ * file shrinks under the reply (a process in the sandbox truncates it),
+ * sendfile returns 0 and libmicrohttpd 0.9.75 waits for the socket to turn
+ * writable again, which in edge-triggered epoll it never does; a short
+ * pread ends the reply with an error and closes the connection instead. */
+struct fd_body {
+        int fd;
+        uint64_t off;
+};
+
+static ssize_t
+fd_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+        struct fd_body *b = cls;
+        ssize_t n;
+
+        do
+                n = pread(b->fd, buf, max, (off_t)(b->off + pos));
+        while (n < 0 && errno == EINTR);
+        return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void
+fd_free(void *cls)
+{
+        struct fd_body *b = cls;
+
+        close(b->fd);
+        free(b);
+}
+
 void
 xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64_t off, uint64_t len,
             const char *content_range)
 {
-        struct MHD_Response *resp = MHD(create_response_from_fd_at_offset64)(len, fd, off);
+        struct MHD_Response *resp;
+        struct fd_body *body;
 
+        if (r->virt) {
+                /* No socket to send from: read the range (bounded) and reply with it. */
+                size_t n = len > (64u << 20) ? (64u << 20) : (size_t)len, got = 0;
+                char *buf = malloc(n ? n : 1);
+
+                while (buf && got < n) {
+                        ssize_t k = pread(fd, buf + got, n - got, (off_t)(off + got));
+
+                        if (k <= 0)
+                                break;
+                        got += (size_t)k;
+                }
+                close(fd);
+                if (!buf)
+                        xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
+                else
+                        vreply(r, status, ctype, buf, got);
+                free(buf);
+                return;
+        }
+        body = malloc(sizeof(*body));
+        resp = body ? MHD(create_response_from_callback)(len, 256u << 10, fd_reader, body, fd_free) : NULL;
         if (!resp) {
+                free(body);
                 close(fd);
                 xb_reply_error(r, 500, "internal", "retry", "could not send the file");
                 return;
         }
+        *body = (struct fd_body){ .fd = fd, .off = off };
         if (ctype)
                 MHD(add_response_header)(resp, "Content-Type", ctype);
         if (content_range)
@@ -441,6 +553,16 @@ xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype, xb_gone_cb
         if (!s)
                 return NULL;
         s->req = r;
+        if (r->virt) {
+                /* Events go straight to the injector; the stream ends the request. */
+                (void)status;
+                (void)ctype;
+                r->stream = s;
+                r->on_gone = on_gone;
+                r->owner = owner;
+                r->suspended = true;
+                return s;
+        }
         s->pending.max = STREAM_BACKLOG_MAX;
         resp = MHD(create_response_from_callback)(MHD_SIZE_UNKNOWN, 16384, stream_reader, s, stream_free);
         if (!resp) {
@@ -498,9 +620,16 @@ xb_stream_printf(struct xb_stream *s, const char *fmt, ...)
 int
 xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
 {
-        char *j = json_dumps(data, JSON_COMPACT);
+        char *j;
         int r;
 
+        if (s && s->req && s->req->virt) {
+                if (!s->req->replied && s->req->vops->event)
+                        s->req->vops->event(s->req->vctx, name, data);
+                json_decref(data);
+                return 0;
+        }
+        j = json_dumps(data, JSON_COMPACT);
         json_decref(data);
         if (!j)
                 return -ENOMEM;
@@ -514,6 +643,15 @@ xb_stream_end(struct xb_stream *s)
 {
         if (!s)
                 return;
+        if (s->req && s->req->virt) {
+                struct xb_req *r = s->req;
+
+                r->stream = NULL;
+                xb_buf_free(&s->pending);
+                free(s);
+                vreply(r, 200, "text/event-stream", "", 0);
+                return;
+        }
         s->ended = true;
         if (s->req) {
                 s->req->on_gone = NULL;
@@ -616,11 +754,26 @@ local_origin(struct xb_req *r)
 }
 
 static void
+free_pairs(char **v)
+{
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
+
+static void
 req_free(struct xb_req *r)
 {
         stop_watch(r);
+        if (r->stream && r->virt) {
+                xb_buf_free(&r->stream->pending);
+                free(r->stream);
+                r->stream = NULL;
+        }
         if (r->stream)
                 r->stream->req = NULL;
+        free_pairs(r->vquery);
+        free_pairs(r->vheaders);
         free(r->path);
         free(r->scratch);
         xb_buf_free(&r->body);
@@ -735,7 +888,14 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 if (r->route->flags & XB_ROUTE_SINK) {
                         r->phase = XB_PHASE_BEGIN;
                         r->route->handler(r);
+                        /* A handler that suspends here is called again, with the same
+                         * empty upload, once resumed: that call is not the body's end. */
+                        r->begin_replay = r->suspended;
                 }
+                return MHD_YES;
+        }
+        if (r->begin_replay && !*upload_size) {
+                r->begin_replay = false;
                 return MHD_YES;
         }
         if (r->replied) {
@@ -781,6 +941,123 @@ on_log(void *cls, const char *fmt, va_list ap)
         vsnprintf(msg, sizeof(msg), fmt, ap);
         msg[strcspn(msg, "\n")] = '\0';
         xb_debug("http: %s", msg);
+}
+
+/* ---- injected requests ---- */
+
+static char **
+copy_pairs(const char *const *v)
+{
+        size_t n = 0;
+        char **out;
+
+        while (v && v[n] && v[n + 1])
+                n += 2;
+        out = calloc(n + 1, sizeof(char *));
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                if (!(out[i] = strdup(v[i]))) {
+                        free_pairs(out);
+                        return NULL;
+                }
+        return out;
+}
+
+/* A sink route's second half: the body into the sink, then phase END. */
+static void
+virt_continue(void *data)
+{
+        struct xb_req *r = data;
+
+        if (r->replied || r->suspended || r->phase != XB_PHASE_BEGIN)
+                return;
+        if (r->sink_fd < 0) {
+                xb_reply_error(r, 500, "internal", "retry", "no place to write the upload");
+                return;
+        }
+        if (r->body.len > r->http->o.upload_max)
+                r->sink_err = EFBIG;
+        else if (r->body.len) {
+                int e = xb_write_all(r->sink_fd, r->body.data, r->body.len);
+
+                if (e < 0)
+                        r->sink_err = -e;
+                else
+                        r->sink_bytes = r->body.len;
+        }
+        r->phase = XB_PHASE_END;
+        r->dispatched = true;
+        r->route->handler(r);
+}
+
+struct xb_req *
+xb_http_inject(struct xb_http *h, const struct xb_vreq *v, const struct xb_vreply_ops *ops, void *ctx)
+{
+        struct xb_req *r = calloc(1, sizeof(*r));
+        size_t cap = strlen(v->path) + MAX_PARAMS + 1;
+
+        if (!r) {
+                ops->reply(ctx, 503, "application/json", "{\"error\":{\"code\":\"out_of_memory\"}}", 34);
+                return NULL;
+        }
+        r->http = h;
+        r->virt = true;
+        r->vops = ops;
+        r->vctx = ctx;
+        r->sink_fd = -1;
+        r->watch.fd = -1;
+        r->tenant = v->tenant;
+        r->body.max = (size_t)1 << 31;
+        snprintf(r->method, sizeof(r->method), "%s", v->method);
+        r->path = strdup(v->path);
+        r->scratch = malloc(cap);
+        r->vquery = copy_pairs(v->query);
+        r->vheaders = copy_pairs(v->headers);
+        if (!r->path || !r->scratch || !r->vquery || !r->vheaders ||
+            (v->body_len && xb_buf_append(&r->body, v->body, v->body_len) < 0)) {
+                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
+                return NULL;
+        }
+        for (size_t i = 0; i < h->nroutes && !r->route; i++) {
+                const struct xb_route *rt = &h->routes[i];
+
+                if (strcmp(rt->method, "*") && strcmp(rt->method, r->method))
+                        continue;
+                memset(r->params, 0, sizeof(r->params));
+                if (match(rt->pattern, r->path, r->params, r->scratch, cap))
+                        r->route = rt;
+        }
+        if (!r->route) {
+                xb_reply_error(r, 404, "not_found", "see GET /openapi.json", "no such operation: %s %s", r->method, r->path);
+                return NULL;
+        }
+        if (r->route->flags & XB_ROUTE_SINK) {
+                r->phase = XB_PHASE_BEGIN;
+                r->route->handler(r);
+                if (!r->replied && !r->suspended)
+                        virt_continue(r);
+        } else {
+                r->phase = XB_PHASE_END;
+                r->dispatched = true;
+                r->route->handler(r);
+        }
+        return r->replied ? NULL : r;
+}
+
+void
+xb_req_cancel(struct xb_req *r)
+{
+        xb_gone_cb cb;
+
+        if (!r || !r->virt || r->replied)
+                return;
+        r->replied = true;
+        cb = r->on_gone;
+        r->on_gone = NULL;
+        if (cb)
+                cb(r, r->owner);
+        xb_loop_defer(r->http->loop, (xb_defer_cb)req_free, r);
 }
 
 /* ---- listening ---- */
@@ -878,14 +1155,21 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
 
         if (!h)
                 return xb_err_set(err, ENOMEM, "http");
-        if ((r = xb_mhd_load(err)) < 0) {
-                free(h);
-                return r;
-        }
         h->loop = l;
         h->o = *o;
         h->routes = routes;
         h->nroutes = nroutes;
+        h->listen_fd = -1;
+        if (!o->listen) {
+                /* A router for injected requests only (execbox mcp over stdio). */
+                snprintf(h->url, sizeof(h->url), "stdio:");
+                *ret = h;
+                return 0;
+        }
+        if ((r = xb_mhd_load(err)) < 0) {
+                free(h);
+                return r;
+        }
         h->listen_fd = listen_on(h, o->listen, err);
         if (h->listen_fd < 0) {
                 r = h->listen_fd;
@@ -922,12 +1206,15 @@ xb_http_stop(struct xb_http *h)
 {
         if (!h)
                 return;
-        xb_io_stop(&h->mhd_io);
-        xb_timer_stop(&h->mhd_timer);
-        xb_loop_set_prepare(h->loop, NULL, NULL);
-        MHD(stop_daemon)(h->mhd);
-        h->mhd = NULL;
-        close(h->listen_fd);
+        if (h->mhd) {
+                xb_io_stop(&h->mhd_io);
+                xb_timer_stop(&h->mhd_timer);
+                xb_loop_set_prepare(h->loop, NULL, NULL);
+                MHD(stop_daemon)(h->mhd);
+                h->mhd = NULL;
+        }
+        if (h->listen_fd >= 0)
+                close(h->listen_fd);
         if (h->unix_path[0])
                 unlink(h->unix_path);
         free(h);

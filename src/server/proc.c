@@ -589,7 +589,8 @@ finish(struct xb_proc *p)
         res->peak_memory = p->maxrss;
         v = (struct xb_verdict_in){
                 .exited = res->exited, .exit_code = res->exit_code, .signal = res->signal,
-                .timed_out = p->timed_out, .oom = st.oom_kills > p->oom_before,
+                /* The sandbox's counter is shared: blame this command only if it was SIGKILLed. */
+                .timed_out = p->timed_out, .oom = st.oom_kills > p->oom_before && !res->exited && res->signal == SIGKILL,
                 .killed_by_request = p->killed_by_request,
                 .truncated = xb_outbuf_truncated(&p->out) || xb_outbuf_truncated(&p->err),
         };

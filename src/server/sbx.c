@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
 #include "proc/env.h"
 #include "proc/initc.h"
 #include "server/server.h"
+#include "server/sessions.h"
 
 static int
 by_id(const void *a, const void *b)
@@ -183,10 +185,12 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 x->state = XB_SBX_READY;
                         break;
                 case XB_IEV_SPAWNED:
-                        xb_proc_on_spawned(x, ev.tag, ev.pid);
+                        if (!xb_session_on_spawned(x, ev.tag, ev.pid))
+                                xb_proc_on_spawned(x, ev.tag, ev.pid);
                         break;
                 case XB_IEV_EXITED:
-                        xb_proc_on_exited(x, ev.tag, ev.status, ev.utime_us + ev.stime_us, ev.maxrss_kb);
+                        if (!xb_session_on_exited(x, ev.tag, ev.status))
+                                xb_proc_on_exited(x, ev.tag, ev.status, ev.utime_us + ev.stime_us, ev.maxrss_kb);
                         break;
                 case XB_IEV_ERROR:
                         if (ev.tag == 0) {
@@ -195,7 +199,8 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 xb_sbx_destroy(x, "the sandbox could not be set up");
                                 return;
                         }
-                        xb_proc_on_error(x, ev.tag, ev.errnum, ev.stage);
+                        if (!xb_session_on_error(x, ev.tag, ev.errnum, ev.stage))
+                                xb_proc_on_error(x, ev.tag, ev.errnum, ev.stage);
                         break;
                 case XB_IEV_FILE:
                         xb_fileop_on_reply(x, &ev, fds, nfds);
@@ -239,6 +244,7 @@ xb_sbx_destroy(struct xb_sbx *x, const char *why)
         unregister(x);
         xb_proc_sandbox_died(x);
         xb_fileop_sandbox_died(x);
+        xb_sessions_sandbox_died(x);
         xb_io_stop(&x->sock_io);
         /* Init's death takes the pid namespace down; the pidfd says when. */
         xb_sandbox_kill(x->sb);
@@ -302,6 +308,14 @@ xb_pool_fill(struct xb_server *s)
                         return;
                 }
                 x->pooled = true;
+                if (s->o.pool_python) {
+                        struct xb_session *ss = xb_session_start(x, "python", true, &err);
+
+                        if (ss)
+                                xb_session_mark_warm(ss);
+                        else
+                                xb_warn("pool: no warm Python session: %s", err.msg);
+                }
                 x->next = s->pool;
                 s->pool = x;
                 s->npool++;
@@ -371,6 +385,12 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
         }
         x->tenant = tenant;
         x->env = env;
+        {
+                struct timespec ts;
+
+                clock_gettime(CLOCK_REALTIME, &ts);
+                x->created_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        }
         x->metadata = metadata ? json_incref(metadata) : json_object();
         x->created_ms = xb_now_ms();
         if (!tsearch(x, &s->by_id, by_id)) {
@@ -414,7 +434,7 @@ xb_sbx_json(const struct xb_sbx *x)
 
         return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:i}", "id", x->id, "state", states[x->state], "limits", lim,
                          "metadata", json_incref(x->metadata ? x->metadata : json_null()), "created_at_ms",
-                         (json_int_t)(x->created_ms), "expires_in_ms",
+                         (json_int_t)(x->created_unix_ms), "expires_in_ms",
                          (json_int_t)(x->expires_ms > now ? x->expires_ms - now : 0), "timeout_s",
                          (json_int_t)(x->ttl_ms / 1000), "processes", (int)x->nprocs);
 }

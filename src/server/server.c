@@ -20,10 +20,12 @@
 #include "base/fd.h"
 #include "base/log.h"
 #include "proto/wire.h"
+#include "server/catalog.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[];
-extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs;
+        xb_api_routes_docs[], xb_api_routes_sessions[];
+extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
+        xb_api_nroutes_sessions;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -113,14 +115,15 @@ on_signal(struct xb_io *io, uint32_t events)
         }
 }
 
-static size_t
-all_routes(struct xb_route *out, size_t cap)
+size_t
+xb_server_routes(struct xb_route *out, size_t cap)
 {
         const struct { const struct xb_route *r; size_t n; } tables[] = {
                 { xb_api_routes_meta, xb_api_nroutes_meta },
                 { xb_api_routes_docs, xb_api_nroutes_docs },
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes },
                 { xb_api_routes_files, xb_api_nroutes_files },
+                { xb_api_routes_sessions, xb_api_nroutes_sessions },
         };
         size_t n = 0;
 
@@ -183,6 +186,11 @@ xb_server_main(const struct xb_server_opts *opts)
                 rl.rlim_cur = rl.rlim_max;
                 setrlimit(RLIMIT_NOFILE, &rl);
         }
+        /* A tool schema that does not parse is a bug: refuse to start. */
+        if (xb_catalog_init(&err) < 0) {
+                xb_error("tool catalog: %s", err.msg);
+                goto out;
+        }
         if (mkdir_p(s->o.state_dir, 0700) < 0) {
                 xb_error("cannot create the state directory %s: %s", s->o.state_dir, strerror(errno));
                 goto out;
@@ -198,7 +206,7 @@ xb_server_main(const struct xb_server_opts *opts)
                 goto out;
         }
         {
-                int n = xb_cgroup_sys_reap_stale(s->eng->cgroups, NULL);
+                int n = xb_cgroup_sys_reap_stale(s->eng->cgroups);
 
                 if (n > 0)
                         xb_info("removed %d cgroups left by an earlier execbox", n);
@@ -213,7 +221,7 @@ xb_server_main(const struct xb_server_opts *opts)
         s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         xb_io_start(s->loop, &s->sig_io, s->sigfd, EPOLLIN, on_signal, s);
 
-        nroutes = all_routes(routes, sizeof(routes) / sizeof(routes[0]));
+        nroutes = xb_server_routes(routes, sizeof(routes) / sizeof(routes[0]));
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,

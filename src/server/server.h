@@ -42,6 +42,7 @@ struct xb_server_opts {
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
         bool quiet;
+        bool pool_python;             /* pooled sandboxes start a warm Python session */
 };
 
 struct xb_metrics {
@@ -72,6 +73,7 @@ struct xb_server {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         char cgroup_prefix[48];
+        char **default_sbx;           /* per tenant: the plugin API's sandbox id */
 };
 
 enum xb_sbx_state { XB_SBX_STARTING, XB_SBX_READY, XB_SBX_DYING, XB_SBX_DEAD };
@@ -87,13 +89,19 @@ struct xb_sbx {
         struct xb_limits limits;
         char **env;                   /* sandbox-wide "K=V" set at creation */
         json_t *metadata;
-        uint64_t created_ms, ttl_ms, expires_ms;
+        uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic */
+        uint64_t created_unix_ms;                  /* for clients */
         struct xb_timer expiry;
         struct xb_io sock_io, pidfd_io;
         uint32_t next_tag;
         struct xb_proc *procs;        /* linked by next */
         unsigned nprocs;
         struct xb_fileop *fileops;    /* pending file operations, by tag */
+        struct xb_session *sessions;  /* code sessions (sessions.h) */
+        unsigned nsessions;
+        struct xb_image *images;      /* images cells displayed, oldest first */
+        unsigned nimages;
+        size_t image_bytes;
         char error[200];              /* why it died, if it did */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };
@@ -171,3 +179,6 @@ json_t *xb_api_result_json(const struct xb_result *res, pid_t pid);
 
 /* ---- entry point (server.c) ---- */
 int xb_server_main(const struct xb_server_opts *o);
+/* Every route of every API table, in match order, copied into out (at most
+ * cap); returns how many. The OpenAPI document and its test use it. */
+size_t xb_server_routes(struct xb_route *out, size_t cap);

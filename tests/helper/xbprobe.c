@@ -742,7 +742,7 @@ a_ioctl_tiocsti_pty(void)
         return syscall(SYS_ioctl, m, 0x100000000UL | TIOCSTI, &c);
 }
 
-static long a_socket(int fam, int type) { long r = syscall(SYS_socket, fam, type, 0); return r; }
+static long a_socket(int fam, int type) { return syscall(SYS_socket, fam, type, 0); }
 static long a_sock_unix(void) { return a_socket(AF_UNIX, SOCK_STREAM); }
 static long a_sock_inet(void) { return a_socket(AF_INET, SOCK_STREAM); }
 static long a_sock_inet6(void) { return a_socket(AF_INET6, SOCK_DGRAM); }
@@ -799,7 +799,7 @@ static long a_mknod_chr(void) { return syscall(SYS_mknodat, AT_FDCWD, "/tmp/xb-n
 static long a_mknod_fifo(void) { return syscall(SYS_mknodat, AT_FDCWD, "/tmp/xb-fifo", S_IFIFO | 0666, 0); }
 static long a_setuid0(void) { return syscall(SYS_setuid, 0); }
 static long a_ptrace_traceme(void) { return syscall(SYS_ptrace, PTRACE_TRACEME, 0, NULL, NULL); }
-static long a_seccomp_strict(void) { return 0; }
+static long a_noop(void) { return 0; }
 
 struct attack {
         const char *name;
@@ -913,7 +913,7 @@ static const struct attack attacks[] = {
         { "mknod_fifo", a_mknod_fifo },
         { "setuid0", a_setuid0 },
         { "ptrace_traceme", a_ptrace_traceme },
-        { "noop", a_seccomp_strict },
+        { "noop", a_noop },
 };
 
 struct attempt {
@@ -1567,6 +1567,15 @@ cmd_ptrace_init(int argc, char **argv)
         }
         fd = open("/proc/1/mem", O_RDWR | O_CLOEXEC);
         jw_errno(&w, "open_proc1_mem_rw", fd < 0 ? errno : 0);
+        if (fd >= 0)
+                close(fd);
+        /* CVE-2019-5736's shape: rewrite the runtime's own binary through /proc. */
+        fd = open("/proc/1/exe", O_WRONLY | O_CLOEXEC);
+        jw_errno(&w, "open_proc1_exe_w", fd < 0 ? errno : 0);
+        if (fd >= 0)
+                close(fd);
+        fd = open("/proc/self/exe", O_WRONLY | O_CLOEXEC);
+        jw_errno(&w, "open_self_exe_w", fd < 0 ? errno : 0);
         if (fd >= 0)
                 close(fd);
         fd = open("/proc/1/environ", O_RDONLY | O_CLOEXEC);

@@ -316,3 +316,103 @@ Test(outbuf, small_output_does_not_allocate_the_ring)
         cr_assert_lt(malloc_usable_size(o.head), (size_t)1 << 20, "head allocated at full size up front");
         xb_outbuf_free(&o);
 }
+
+/* ---- reading back by absolute offset (reattach) ---- */
+
+/* What xb_outbuf_read must return: the first kept byte at or after off,
+ * then the kept bytes that follow it without a gap, at most max of them. */
+static void
+check_read(const struct xb_outbuf *o, uint64_t off, size_t max)
+{
+        uint64_t tail_start = o->total - o->ring_len, start, end, got_start = 0xdead;
+        char *dst = malloc(max + 1);
+        size_t n;
+
+        cr_assert_not_null(dst);
+        if (off >= o->total)
+                start = o->total;
+        else if (off < o->head_len || off >= tail_start)
+                start = off;
+        else
+                start = tail_start;
+        end = start < o->head_len ? o->head_len : o->total;
+        if (start < o->head_len && tail_start == o->head_len)
+                end = o->total;      /* nothing dropped: head and tail are one run */
+        if (end - start > max)
+                end = start + max;
+        n = xb_outbuf_read(o, off, dst, max, &got_start);
+        cr_assert_eq(got_start, start, "read(%" PRIu64 ", %zu): start %" PRIu64 ", want %" PRIu64 " (head %zu, tail from %" PRIu64 ", total %" PRIu64 ")",
+                     off, max, got_start, start, o->head_len, tail_start, o->total);
+        cr_assert_eq(n, end - start, "read(%" PRIu64 ", %zu): %zu bytes, want %" PRIu64, off, max, n, end - start);
+        for (size_t i = 0; i < n; i++)
+                cr_assert_eq(dst[i], pat(start + i), "read(%" PRIu64 ", %zu): byte %zu", off, max, i);
+        free(dst);
+}
+
+Test(outbuf_read, whole_output_under_the_cap)
+{
+        struct xb_outbuf o;
+        char dst[200];
+        uint64_t start;
+
+        xb_outbuf_init(&o, 100);
+        write_pat(&o, 0, 80);     /* head full, tail partly */
+        cr_assert_eq(xb_outbuf_read(&o, 0, dst, sizeof(dst), &start), 80);
+        cr_assert_eq(start, 0);
+        for (size_t i = 0; i < 80; i++)
+                cr_assert_eq(dst[i], pat(i));
+        cr_assert_eq(xb_outbuf_read(&o, 75, dst, sizeof(dst), &start), 5);
+        cr_assert_eq(start, 75);
+        cr_assert_eq(xb_outbuf_read(&o, 80, dst, sizeof(dst), &start), 0);
+        cr_assert_eq(start, 80);
+        cr_assert_eq(xb_outbuf_read(&o, 1000, dst, sizeof(dst), &start), 0);
+        cr_assert_eq(start, 80, "an offset past the end is clamped to the total");
+        xb_outbuf_free(&o);
+}
+
+Test(outbuf_read, skips_what_was_dropped)
+{
+        struct xb_outbuf o;
+        char dst[200];
+        uint64_t start;
+
+        xb_outbuf_init(&o, 100);
+        write_pat(&o, 0, 1000);
+        /* From the head: stops at the gap. */
+        cr_assert_eq(xb_outbuf_read(&o, 10, dst, sizeof(dst), &start), 40);
+        cr_assert_eq(start, 10);
+        /* From the gap: starts at the tail. */
+        cr_assert_eq(xb_outbuf_read(&o, 50, dst, sizeof(dst), &start), 50);
+        cr_assert_eq(start, 950);
+        for (size_t i = 0; i < 50; i++)
+                cr_assert_eq(dst[i], pat(950 + i));
+        cr_assert_eq(xb_outbuf_read(&o, 990, dst, 5, &start), 5);
+        cr_assert_eq(start, 990);
+        cr_assert_eq(dst[0], pat(990));
+        xb_outbuf_free(&o);
+}
+
+Test(outbuf_read, matches_the_model)
+{
+        unsigned seed = 777;
+
+        for (uint64_t limit = 0; limit <= 40; limit++) {
+                struct xb_outbuf o;
+                uint64_t at = 0;
+
+                xb_outbuf_init(&o, limit);
+                for (int k = 0; k < 25; k++) {
+                        size_t n = (size_t)(rand_r(&seed) % (k % 5 == 0 ? 90 : 7));
+
+                        write_pat(&o, at, n);
+                        at += n;
+                        for (uint64_t off = 0; off <= at + 2; off++) {
+                                check_read(&o, off, 0);
+                                check_read(&o, off, 1);
+                                check_read(&o, off, 3);
+                                check_read(&o, off, 1000);
+                        }
+                }
+                xb_outbuf_free(&o);
+        }
+}

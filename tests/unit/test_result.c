@@ -43,8 +43,10 @@ Test(verdict, memory)
         v = killed(SIGSEGV);
         v.oom = true;
         VERDICT(XB_ST_MEMORY_LIMIT, v);
-        /* An OOM kill elsewhere in the tree, the command itself exited 0. */
-        VERDICT(XB_ST_OK, { .exited = true, .exit_code = 0, .oom = true });
+        /* An OOM kill elsewhere in the tree is still the run's verdict, even
+         * when the command itself survived it and exited on its own. */
+        VERDICT(XB_ST_MEMORY_LIMIT, { .exited = true, .exit_code = 0, .oom = true });
+        VERDICT(XB_ST_MEMORY_LIMIT, { .exited = true, .exit_code = 1, .oom = true });
 }
 
 Test(verdict, timeout)
@@ -116,9 +118,6 @@ Test(verdict, precedence)
 
                 while (!(mask & (1 << first)))
                         first++;
-                /* OOM only counts when the command was killed. */
-                if ((mask & (1 << OOM)) && !(mask & (1 << SIGNAL)))
-                        continue;
                 v.oom = mask & (1 << OOM);
                 v.timed_out = mask & (1 << TIMEOUT);
                 v.cpu_exceeded = mask & (1 << CPU);

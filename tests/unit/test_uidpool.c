@@ -168,6 +168,7 @@ lock_teardown(void)
         if (dirfd_ >= 0) {
                 unlinkat(dirfd_, "uid.lock", 0);
                 unlinkat(dirfd_, "link.lock", 0);
+                unlinkat(dirfd_, "target", 0);
                 close(dirfd_);
                 dirfd_ = -1;
         }
@@ -210,9 +211,9 @@ Test(uidpool_lock, open_errors)
         cr_assert_eq(err.code, ENOENT);
         cr_assert_eq(p.lockfd, -1);
         /* A symlink planted at the lock file's name is not followed. */
-        cr_assert_eq(symlinkat("/tmp/xb-uidpool-elsewhere", dirfd_, "link.lock"), 0);
+        cr_assert_eq(symlinkat("target", dirfd_, "link.lock"), 0);
         cr_assert_eq(xb_uidpool_open(&p, dirfd_, "link.lock", 4, &err), -ELOOP);
-        cr_assert_eq(access("/tmp/xb-uidpool-elsewhere", F_OK), -1);
+        cr_assert_eq(faccessat(dirfd_, "target", F_OK, AT_SYMLINK_NOFOLLOW), -1, "the symlink was followed");
 }
 
 Test(uidpool_lock, two_pools_never_share_a_slot)

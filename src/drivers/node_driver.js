@@ -1,0 +1,1 @@
+process.stdout.write(JSON.stringify({type: "fatal", message: "the node driver is not written yet"}) + "\n"); process.exit(2);
