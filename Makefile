@@ -41,7 +41,7 @@ EXECBOX := $(BUILD)/execbox
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check unit integration drivers-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -110,9 +110,10 @@ $(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
 
 # The probe runs inside sandboxes to attack them; static (musl, like the
 # init) so it needs nothing there and starts without glibc's cpuid probes.
-$(PROBE): tests/helper/xbprobe.c $(MUSL_INC)/.stamp $(MUSL_SPECS)
+PROBE_SRC := tests/helper/xbprobe.c tests/helper/xbprobe_attacks.c
+$(PROBE): $(PROBE_SRC) tests/helper/xbprobe.h $(MUSL_INC)/.stamp $(MUSL_SPECS)
 	@mkdir -p $(@D)
-	$(INIT_CC) -std=gnu17 -O2 -Wall -Wextra -Werror -isystem $(MUSL_INC) -static -s -o $@ $<
+	$(INIT_CC) -std=gnu17 -O2 -Wall -Wextra -Werror -isystem $(MUSL_INC) -static -s -o $@ $(PROBE_SRC)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJ) $(BUILD)/$(POLICY_SRC:.c=.o) $(BUILD)/blobs.o $(BUILD)/init_hash.o
 	@mkdir -p $(@D)
@@ -132,6 +133,11 @@ $(BUILD)/fuzz/fuzz_wire: tests/fuzz/fuzz_wire.c src/proto/wire.c
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_filec: tests/fuzz/fuzz_filec.c src/proc/filec.c src/proto/wire.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
 fuzz: $(FUZZ_BIN)
 
 fuzz-replay: $(FUZZ_BIN)
@@ -141,11 +147,22 @@ integration: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
+# The session drivers (src/drivers) spoken to directly, without a sandbox.
+drivers-test:
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/drivers
+
+# Real MCP clients (the conformance suites, the inspector, the SDK); their
+# npm packages are cached outside the repository (tests/mcp/run.sh).
+mcp-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) tests/mcp/run.sh
+
 check: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
 	$(MAKE) integration
+	$(MAKE) mcp-test
+	$(MAKE) drivers-test
 
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.
 LISTEN ?= 127.0.0.1:8000
@@ -155,8 +172,9 @@ run: deps
 	$(EXECBOX) serve --listen $(LISTEN) --state-dir $(STATE_DIR)
 
 bench: deps
-	$(MAKE) all $(BUILD)/bench/bench_run
+	$(MAKE) all $(BUILD)/bench/bench_run $(BUILD)/bench/bench_server
 	$(BUILD)/bench/bench_run $(EXECBOX)
+	$(BUILD)/bench/bench_server $(EXECBOX)
 
 $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(@D)

@@ -6,3 +6,5 @@
 int xb_cmd_run(int argc, char **argv);
 int xb_cmd_serve(int argc, char **argv);
 int xb_cmd_mcp(int argc, char **argv);
+/* `execbox mcp --server URL`: stdio to a running server's /mcp (mcp_bridge.c). */
+int xb_mcp_bridge(const char *url, const char *token);

@@ -116,10 +116,13 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
 {
         int opt, r;
 
+        int longindex = -1;
+
         xb_limits_default(&c->limits);
         c->cgroup = XB_CG_AUTO;
+        opterr = 0;   /* our messages, not getopt's */
         /* "+": stop at the first non-option, so `execbox run ls -la` works too. */
-        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "+:h", options, &longindex)) != -1) {
                 switch (opt) {
                 case OPT_TIMEOUT:
                         r = xb_parse_duration_ms(optarg, &c->limits.wall_ms, err);
@@ -197,14 +200,15 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                 case 'h':
                         run_usage(stdout);
                         exit(0);
+                case ':':
+                        return xb_err_msg(err, EINVAL, "%s needs a value; see `execbox run --help`", argv[optind - 1]);
                 default:
-                        return xb_err_msg(err, EINVAL, "unknown option; see `execbox run --help`");
+                        return xb_err_msg(err, EINVAL, "unknown option `%s`; see `execbox run --help`",
+                                          argv[optind - 1]);
                 }
-                if (r < 0) {
-                        const char *name = argv[optind - 1];
-
-                        return xb_err_wrap(err, "%s", name);
-                }
+                if (r < 0)
+                        return xb_err_wrap(err, "--%s", longindex >= 0 ? options[longindex].name : "?");
+                longindex = -1;
         }
         if (optind >= argc)
                 return xb_err_msg(err, EINVAL, "no command given; usage: execbox run [OPTIONS] -- CMD [ARG...]");
@@ -304,7 +308,8 @@ xb_cmd_run(int argc, char **argv)
         }
         if (c->json)
                 print_json(&res);
-        rc = res.exited ? res.exit_code : 128 + res.signal;
+        /* A signal to execbox itself is reported as the shell would: 128+N. */
+        rc = res.interrupted_by ? 128 + res.interrupted_by : res.exited ? res.exit_code : 128 + res.signal;
         xb_result_free(&res);
 out:
         if (sfd >= 0)

@@ -9,7 +9,7 @@ import sys
 if sys.flags.no_site:  # run with -S: Debian's dist-packages comes from site
     import site
     site.main()
-import base64, codecs, json, re, select, signal, threading, time  # noqa: E401
+import base64, codecs, fcntl, json, re, select, signal, threading, time  # noqa: E401
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else 'python'
 ARG = sys.argv[2] if len(sys.argv) > 2 else ''
@@ -161,10 +161,8 @@ def read_requests(handle):
             if line.strip():
                 diag('not a JSON request: %r' % line[:200])
             continue
-        diag('REQ', req)
         if isinstance(req, dict):
             handle(req)
-        diag('handled')
 
 
 # Variable inspection, shared with Python Jupyter kernels (sent to them as source).
@@ -210,7 +208,7 @@ def _xb_var(ns, name):
             j = json.loads(s, parse_int=pint)
     except Exception:
         j = None
-    return {'found': True, 'type': tn, 'repr': r, 'json': j}
+    return {'found': True, 'value_type': tn, 'repr': r, 'json': j}
 
 def _xb_var_json(ns, name):
     import json
@@ -243,7 +241,6 @@ class Cap:
     def __init__(self, fd, name):
         r, w = os.pipe()
         try:
-            import fcntl
             fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: room for C code holding the GIL
         except OSError:
             pass
@@ -286,14 +283,18 @@ def pump():
     for c in CAPS:
         p.register(c.r, select.POLLIN)
     while True:
-        p.poll()
-        time.sleep(0.002)  # let small writes gather into one event
-        with LOCK:
-            for c in CAPS:
-                if not c.eof:
-                    c.drain(16)
-                    if c.eof:
-                        p.unregister(c.r)
+        try:
+            p.poll()
+            time.sleep(0.002)  # let small writes gather into one event
+            with LOCK:
+                for c in CAPS:
+                    if not c.eof:
+                        c.drain(16)
+                        if c.eof:
+                            p.unregister(c.r)
+        except Exception as e:
+            diag('output pump:', repr(e))
+            time.sleep(0.1)
 
 
 def flush_streams():
@@ -365,6 +366,9 @@ def python_main():
             pass
 
     class Shell(InteractiveShell):
+        def ask_exit(self):  # exit() and quit(): the session lives on
+            print('exit() does not end an execbox session; delete the session instead', file=sys.stderr)
+
         def _showtraceback(self, etype, evalue, stb):
             flush_streams()
             try:
@@ -443,7 +447,7 @@ def python_main():
                     shell.user_ns[top] = sys.modules[top]
                     if m in ALIASES:
                         shell.user_ns[ALIASES[m]] = mod
-                except Exception as e:
+                except (Exception, SystemExit) as e:
                     status = 'error'
                     error(rid, type(e).__name__, str(e), ['%s: %s' % (type(e).__name__, e)])
         except KeyboardInterrupt:
@@ -494,14 +498,18 @@ def jupyter_main(name):
     spec = ksm.get_kernel_spec(name)
     d = tempfile.mkdtemp(prefix='xb-kernel-', dir='/tmp')
     os.environ.setdefault('MPLBACKEND', 'module://matplotlib_inline.backend_inline')
+    os.environ.setdefault('PYDEVD_DISABLE_FILE_VALIDATION', '1')   # ipykernel's debugpy warning
     os.environ['JUPYTER_RUNTIME_DIR'] = d
 
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        prctl = None
+
     def die_with_parent():
-        try:
-            import ctypes
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except Exception:
-            pass
+        if prctl:
+            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
     km = KernelManager(kernel_name=name, kernel_spec_manager=ksm, transport='ipc',
                        ip=os.path.join(d, 'ipc'), connection_file=os.path.join(d, 'kernel.json'))
@@ -677,9 +685,12 @@ def jupyter_main(name):
 BASH_INIT = r'''
 __xb_d=@D@
 __xb_prompt() {
-  local __xb_s=$? __xb_l
-  while read -t 0 && IFS= read -r -t 1 __xb_l; do :; done
-  printf '\036XB@N@S%s;%s\036XB@N@E' "$__xb_s" "$PWD"
+  {
+    local __xb_s=$? __xb_l
+    while read -t 0 && IFS= read -r -t 1 __xb_l; do :; done
+    printf '\036XB@N@S%s;%s\036XB@N@E' "$__xb_s" "$PWD" >/dev/tty ||
+      printf '\036XB@N@S%s;%s\036XB@N@E' "$__xb_s" "$PWD"
+  } 2>/dev/null
 }
 __xb_var() {
   local __xb_s=$? __xb_decl __xb_f
@@ -732,7 +743,7 @@ def bash_main():
             a[1] &= ~termios.ONLCR                     # "\n" stays "\n"
             a[3] &= ~(termios.ECHO | termios.ECHONL)   # no echo of commands or input
             termios.tcsetattr(0, termios.TCSANOW, a)
-            fcntl_ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 50, 200, 0, 0))
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 50, 200, 0, 0))
             os.execve('/bin/bash', ['bash', '--noprofile', '--norc', '--noediting', '-i'], env)
         finally:
             os._exit(127)
@@ -742,12 +753,14 @@ def bash_main():
         mode = 'starting'   # starting, idle, run, hidden (a variable lookup)
         count = 0
         intr = False
+        closing = False
         code = ''
         cwd = ''
         buf = bytearray()
         dec = None
 
     ready, hidden_done, reader_done = threading.Event(), threading.Event(), threading.Event()
+    xtrace = re.compile(rb'(?m)^\++ (?:\. ' + re.escape(d.encode()) + rb'/cell|__xb_prompt|__xb_var \w+)\n')
 
     def pty_write(data, wait=2.0):
         """Write to the terminal; give up on what a command does not read within `wait` s."""
@@ -764,6 +777,8 @@ def bash_main():
                 return
 
     def give(b):
+        if b and b'+' in b:  # set -x traces of the driver's own commands
+            b = xtrace.sub(b'', b)
         if not b:
             return
         if B.mode == 'run':
@@ -834,6 +849,8 @@ def bash_main():
         _, st = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(st)
         code = code if code >= 0 else 128 - code
+        if B.closing:
+            return
         reader_done.wait(1.0)
         with LOCK:
             if B.mode == 'run':
@@ -908,7 +925,7 @@ def bash_main():
             if not ok:
                 ev['error'] = 'a command is running'
             else:
-                diag('hidden write'); pty_write(('\x15__xb_var %s\n' % name).encode()); diag('written')
+                pty_write(('\x15__xb_var %s\n' % name).encode())
                 if not hidden_done.wait(5):
                     with LOCK:
                         if B.mode == 'hidden':
@@ -920,18 +937,17 @@ def bash_main():
                     items = [u(x) for x in vals.split(b'\0')[:-1]]
                     if 'A' in flags:
                         keys = [u(x) for x in (rd('v.keys') or b'').split(b'\0')[:-1]]
-                        ev.update(type='associative array', json=dict(zip(keys, items)))
+                        ev.update(value_type='associative array', json=dict(zip(keys, items)))
                     elif 'a' in flags:
-                        ev.update(type='array', json=items)
+                        ev.update(value_type='array', json=items)
                     elif 'i' in flags and re.fullmatch(rb'-?[0-9]+', vals):
-                        ev.update(type='integer', json=clean(int(vals)))
+                        ev.update(value_type='integer', json=clean(int(vals)))
                     else:
-                        ev.update(type='string', json=u(vals))
+                        ev.update(value_type='string', json=u(vals))
                     ev.update(found=True, repr=u(decl)[:65536])
                 elif func is not None:
-                    ev.update(found=True, type='function', repr=u(func)[:65536], json=None)
-        ev.update(type=ev.get('type'), id=rid, name=name)
-        ev.setdefault('type', None)
+                    ev.update(found=True, value_type='function', repr=u(func)[:65536], json=None)
+        ev.update(type='variable', id=rid, name=name)
         emit(ev)
 
     def handle(req):
@@ -957,17 +973,13 @@ def bash_main():
     emit({'type': 'ready', 'language': 'bash', 'implementation': 'bash', 'version': version,
           'execution_count': 0, 'cwd': B.cwd})
     read_requests(handle)
+    B.closing = True
     try:
         os.kill(pid, signal.SIGHUP)
     except OSError:
         pass
     shutil.rmtree(d, ignore_errors=True)
     os._exit(0)
-
-
-def fcntl_ioctl(*a):
-    import fcntl
-    return fcntl.ioctl(*a)
 
 
 def main():

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -92,6 +93,11 @@ main(int argc, char **argv)
         sigset_t mask;
         int sfd;
 
+        /* Not dumpable: root in the sandbox (without CAP_SYS_PTRACE) cannot
+         * ptrace init, read its memory or take its fds, such as the daemon's
+         * socket (ptrace(2), "ptrace access mode checking"). */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return 74;
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
         sigaddset(&mask, SIGPIPE);

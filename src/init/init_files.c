@@ -16,8 +16,13 @@
  * Content never passes through init. READ and WRITE answer with one fd,
  * sent with SCM_RIGHTS, after which init closes its copy: the file is
  * first opened O_PATH and checked to be a regular file (a FIFO, socket or
- * device is never opened for I/O), then reopened through /proc/self/fd/N,
- * which cannot change the inode. Init is single-threaded and must never
+ * device is never opened for I/O; nor are /proc's files, where "self" is
+ * init), then reopened through /proc/self/fd/N, which cannot change the
+ * inode. An absent file is created O_EXCL in its parent's fd. A symlink
+ * as the last component is followed, inside the root, like a shell's ">"
+ * (so no O_NOFOLLOW there); a dangling one is refused (ELOOP) rather than
+ * creating its target. STAT, MOVE and DELETE act on the link itself.
+ * Init is single-threaded and must never
  * block on what the sandbox controls: real opens are O_NONBLOCK (a FIFO
  * swapped in, a lease: open(2) fails with EWOULDBLOCK instead of
  * waiting), directories are walked with bounded depth and entry counts,
@@ -43,6 +48,7 @@
 #define RM_DEPTH_MAX 128
 #define RM_ENTRIES_MAX 100000
 #define LIST_RESERVE 128        /* room left in a part for the final fields */
+#define LIST_SEEN_MAX 100000    /* directory entries looked at, listed or not */
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)   /* linux/fs.h; musl has no renameat2 yet */
 #endif
@@ -444,7 +450,7 @@ op_stat(const struct file_req *q)
 struct lister {
         uint32_t tag;
         struct xb_msgw w;
-        uint64_t count, bytes;
+        uint64_t count, bytes, seen;
         bool trunc;
         char rel[PATH_MAX];
         uint8_t entry[sizeof(struct xb_file_entry) + PATH_MAX];
@@ -501,6 +507,11 @@ list_dir(struct lister *l, int dfd, size_t rel_len, unsigned depth, unsigned max
 
                 if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
                         continue;
+                /* Entries that cannot be listed (no search permission) still cost time. */
+                if (++l->seen > LIST_SEEN_MAX) {
+                        l->trunc = true;
+                        break;
+                }
                 if (len >= XB_FILE_PATH_MAX || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 if (rel_len)
@@ -703,7 +714,9 @@ out:
 static int
 copy_path(const struct xb_field *f, char *dst)
 {
-        if (!xb_field_is_str(f) || f->len == 0 || f->len >= PATH_MAX || f->data[0] != '/')
+        if (f->len >= PATH_MAX)
+                return -ENAMETOOLONG;
+        if (!xb_field_is_str(f) || f->len == 0 || f->data[0] != '/')
                 return -EINVAL;
         memcpy(dst, f->data, f->len);
         dst[f->len] = '\0';
@@ -725,8 +738,10 @@ parse(const struct xb_msgr *r, struct file_req *q)
                 uint64_t v;
 
                 if (f.key == XB_K_PATH || f.key == XB_K_PATH2) {
-                        if (copy_path(&f, f.key == XB_K_PATH ? q->path : q->path2) < 0)
-                                return -EINVAL;
+                        int e = copy_path(&f, f.key == XB_K_PATH ? q->path : q->path2);
+
+                        if (e < 0)
+                                return e;
                         if (f.key == XB_K_PATH)
                                 has_path = true;
                         else
@@ -773,8 +788,8 @@ xb_init_file(const struct xb_msgr *r, int *fds, size_t nfds)
 
         for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
-        if (nfds || parse(r, &q) < 0) {
-                reply_error(r->tag, EINVAL, 0);
+        if ((e = nfds ? -EINVAL : parse(r, &q)) < 0) {
+                reply_error(r->tag, -e, 0);
                 return;
         }
         if ((e = setup()) < 0) {

@@ -3,9 +3,27 @@
 #include "initc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int
+xb_sandbox_pipe(int fds[2])
+{
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        if (fchmod(fds[0], 0666) < 0) {
+                int e = errno;
+
+                close(fds[0]);
+                close(fds[1]);
+                fds[0] = fds[1] = -1;
+                return -e;
+        }
+        return 0;
+}
 
 int
 xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_err *err)

@@ -39,6 +39,13 @@ struct xb_init_event {
         struct xb_msgr msg;       /* FILE: the raw reply, for fileops to parse */
 };
 
+/* A close-on-exec pipe whose ends may be passed into a sandbox. Its inode
+ * is made 0666: a process there runs as a uid that does not own it, and
+ * reopening it through /proc/self/fd (`echo hi > /dev/stdout`, Node's
+ * stdio) checks the pipe's mode. It stays private: only processes holding
+ * an end can name it. -errno on failure. */
+int xb_sandbox_pipe(int fds[2]);
+
 /* Send a spawn request; the std fds are passed, not closed. */
 int xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_err *err);
 int xb_initc_signal(int sock, uint32_t tag, int signo, bool group);

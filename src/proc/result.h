@@ -26,6 +26,7 @@ struct xb_result {
         int signal;
         uint64_t wall_ms, cpu_ms, peak_memory;
         struct xb_outbuf out, err;
+        int interrupted_by;   /* the signal that made execbox run stop the command, or 0 */
 };
 
 /* What ended the run, from the caller's view, to pick a verdict. */

@@ -31,7 +31,7 @@
 #define SPAWN_TAG 1
 #define CPU_POLL_MS 20
 
-enum { EV_SOCK = 1, EV_PIDFD, EV_OUT, EV_ERR, EV_IN_SRC, EV_IN_DST, EV_SIGNAL };
+enum { EV_SOCK = 1, EV_PIDFD, EV_OUT, EV_ERR, EV_IN_SRC, EV_IN_DST, EV_SIGNAL, EV_OOM };
 
 struct stream {
         int fd;
@@ -98,7 +98,16 @@ stream_data(struct run *r, struct stream *s, const char *p, size_t n)
         if (s->target >= 0 && b->head_len < b->head_cap) {
                 size_t live = b->head_cap - b->head_len < n ? b->head_cap - b->head_len : n;
 
-                xb_write_all(s->target, p, live);
+                /* Our reader went away (`| head -1`): pass that on, so the
+                 * command gets SIGPIPE as it would outside the sandbox. */
+                if (xb_write_all(s->target, p, live) == -EPIPE) {
+                        s->eof = true;
+                        epoll_ctl(r->ep, EPOLL_CTL_DEL, s->fd, NULL);
+                        close(s->fd);
+                        s->fd = -1;
+                        s->target = -1;
+                        return;
+                }
         }
         xb_outbuf_write(b, p, n);
         if (xb_outbuf_truncated(b) && r->o->kill_on_output_limit && !r->output_killed) {
@@ -188,7 +197,8 @@ relay_pump(struct run *r)
 static int
 handle_sock(struct run *r, struct xb_err *err)
 {
-        for (;;) {
+        /* A bounded batch per wakeup: deadlines are checked between batches. */
+        for (int batch = 0; batch < 64; batch++) {
                 struct xb_init_event ev;
                 int fds[XB_MSG_MAXFDS];
                 size_t nfds;
@@ -208,14 +218,18 @@ handle_sock(struct run *r, struct xb_err *err)
                         close(fds[i]);
                 switch (ev.kind) {
                 case XB_IEV_READY:
+                        if (r->ready)
+                                goto violation;
                         r->ready = true;
                         break;
                 case XB_IEV_SPAWNED:
+                        if (r->spawned || ev.tag != SPAWN_TAG)
+                                goto violation;
                         r->spawned = true;
                         break;
                 case XB_IEV_EXITED:
                         if (ev.tag != SPAWN_TAG || r->exited)
-                                break;
+                                goto violation;
                         r->exited = true;
                         r->status = ev.status;
                         r->t_exit = now_ms();
@@ -239,9 +253,13 @@ handle_sock(struct run *r, struct xb_err *err)
                         return xb_err_msg(err, ev.errnum, "could not start %s: %s: %s", r->o->argv[0],
                                           ev.stage, strerror(ev.errnum));
                 case XB_IEV_FILE:
-                        break;
+                        goto violation;
                 }
         }
+        return 0;
+violation:
+        kill_all(r);
+        return xb_err_msg(err, EPROTO, "the sandbox init sent an unexpected message; the sandbox was killed");
 }
 
 static void
@@ -264,6 +282,7 @@ handle_signal(struct run *r)
 
         while (read(r->o->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                 r->interrupted = true;
+                r->res->interrupted_by = (int)si.ssi_signo;
                 kill_all(r);
         }
 }
@@ -336,6 +355,12 @@ loop(struct run *r, struct xb_err *err)
                                 break;
                         case EV_SIGNAL:
                                 handle_signal(r);
+                                break;
+                        case EV_OOM:
+                                /* v1 kills one task; invariant 9 wants the group: do it. */
+                                epoll_ctl(r->ep, EPOLL_CTL_DEL, xb_cgroup_oom_fd(r->sb->cg), NULL);
+                                if (r->o->sandbox.oom_group)
+                                        kill_all(r);
                                 break;
                         }
                 }
@@ -429,9 +454,9 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
 
         if ((ret = xb_sandbox_start(e, &o->sandbox, &r->sb, err)) < 0)
                 return ret;
-        if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-            (o->stdin_fd >= 0 && pipe2(inp, O_CLOEXEC) < 0)) {
-                ret = xb_err_set(err, errno, "pipe");
+        if ((ret = xb_sandbox_pipe(outp)) < 0 || (ret = xb_sandbox_pipe(errp)) < 0 ||
+            (o->stdin_fd >= 0 && (ret = xb_sandbox_pipe(inp)) < 0)) {
+                ret = xb_err_set(err, -ret, "pipe");
                 goto out;
         }
         q = (struct xb_spawn_req){
@@ -451,10 +476,12 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         if (ret < 0)
                 goto out;
 
+        /* The streams own the read ends from here on. */
         r->out = (struct stream){ .fd = outp[0], .target = o->capture ? -1 : o->out_fd, .buf = &res->out };
         r->err = (struct stream){ .fd = errp[0], .target = o->capture ? -1 : o->err_fd, .buf = &res->err };
-        xb_set_nonblock(outp[0], true);
-        xb_set_nonblock(errp[0], true);
+        outp[0] = errp[0] = -1;
+        xb_set_nonblock(r->out.fd, true);
+        xb_set_nonblock(r->err.fd, true);
         r->ep = epoll_create1(EPOLL_CLOEXEC);
         if (r->ep < 0) {
                 ret = xb_err_set(err, errno, "epoll_create1");
@@ -462,10 +489,14 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         }
         ep_add(r->ep, r->sb->sock, EPOLLIN, EV_SOCK);
         ep_add(r->ep, r->sb->pidfd, EPOLLIN, EV_PIDFD);
-        ep_add(r->ep, outp[0], EPOLLIN, EV_OUT);
-        ep_add(r->ep, errp[0], EPOLLIN, EV_ERR);
+        ep_add(r->ep, r->out.fd, EPOLLIN, EV_OUT);
+        ep_add(r->ep, r->err.fd, EPOLLIN, EV_ERR);
         if (o->signal_fd >= 0)
                 ep_add(r->ep, o->signal_fd, EPOLLIN, EV_SIGNAL);
+        /* v2's memory.oom.group kills the group itself; v1's eventfd tells us to. */
+        if (o->sandbox.oom_group && xb_cgroup_oom_fd(r->sb->cg) >= 0 &&
+            strcmp(xb_cgroup_sys_describe(e->cgroups), "v2") != 0)
+                ep_add(r->ep, xb_cgroup_oom_fd(r->sb->cg), EPOLLIN, EV_OOM);
         if (inp[1] >= 0) {
                 r->in.src = o->stdin_fd;
                 r->in.dst = inp[1];
@@ -504,6 +535,10 @@ out:
         }
         if (!r->in.dst_closed)
                 close(r->in.dst);
+        if (r->out.fd >= 0 && r->out.buf)
+                close(r->out.fd);
+        if (r->err.fd >= 0 && r->err.buf)
+                close(r->err.fd);
         if (r->ep >= 0)
                 close(r->ep);
         {

@@ -15,13 +15,14 @@
 #include <sys/types.h>
 
 #define XB_MSG_MAX (64 * 1024)
-#define XB_MSG_MAXFDS 4
+#define XB_MSG_MAXFDS 8
 
 /* Message types. Requests go daemon -> init, events init -> daemon. */
 enum xb_msg_type {
         XB_REQ_SPAWN = 1,     /* fields below; fds: the std fds named in FLAGS */
         XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP) */
         XB_REQ_FILE = 3,      /* a file operation, see enum xb_fop */
+        XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
 
         XB_EV_READY = 100,    /* VERSION */
         XB_EV_SPAWNED = 101,  /* tag = request tag; PID */

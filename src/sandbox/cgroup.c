@@ -54,6 +54,8 @@ struct xb_cgroup {
         int v2;
         int oom_fd;
         int oom_ctl_fd;                /* v1: memory.oom_control, kept for the eventfd */
+        struct xb_cgroup_limits limits;
+        bool complete;                 /* every hierarchy made and limited */
 };
 
 static void
@@ -310,7 +312,11 @@ set_limits_v1(struct xb_cgroup *cg, const struct xb_cgroup_limits *l, struct xb_
 int
 xb_cgroup_set_limits(struct xb_cgroup *cg, const struct xb_cgroup_limits *l, struct xb_err *err)
 {
-        return cg->sys->mode == XB_CG_V2 ? set_limits_v2(cg, l, err) : set_limits_v1(cg, l, err);
+        int r = cg->sys->mode == XB_CG_V2 ? set_limits_v2(cg, l, err) : set_limits_v1(cg, l, err);
+
+        if (r == 0)
+                cg->limits = *l;
+        return r;
 }
 
 static int
@@ -362,7 +368,7 @@ v1_needed(const struct xb_cgroup_sys *sys, int i, const struct xb_cgroup_limits 
         case CTL_CPUACCT:
                 return sys->v2_root < 0;         /* else cpu.stat of the companion */
         case CTL_FREEZER:
-                return sys->v2_root < 0 || !sys->v2_has_kill;
+                return sys->force_freezer || sys->v2_root < 0 || !sys->v2_has_kill;
         }
         return false;
 }
@@ -377,6 +383,7 @@ xb_cgroup_create(struct xb_cgroup_sys *sys, const char *name, const struct xb_cg
         if (!cg)
                 return xb_err_set(err, ENOMEM, "cgroup");
         cg->sys = sys;
+        cg->limits = *l;
         cg->v2 = cg->oom_fd = cg->oom_ctl_fd = -1;
         for (int i = 0; i < NCTL; i++)
                 cg->v1[i] = -1;
@@ -390,38 +397,51 @@ xb_cgroup_create(struct xb_cgroup_sys *sys, const char *name, const struct xb_cg
                         goto fail;
                 }
         }
-        if (sys->mode == XB_CG_V1) {
-                for (int i = 0; i < NCTL; i++) {
-                        if (sys->v1_root[i] < 0 || !v1_needed(sys, i, l))
-                                continue;
-                        if (sys->v1_alias[i] >= 0) {
-                                /* Co-mounted with an earlier controller (cpu,cpuacct). */
-                                int j = sys->v1_alias[i];
-
-                                cg->v1[i] = cg->v1[j] >= 0 ? fcntl(cg->v1[j], F_DUPFD_CLOEXEC, 3)
-                                                           : mkgroup(sys->v1_root[j], cg->name);
-                                if (cg->v1[i] >= 0 || cg->v1[j] >= 0)
-                                        continue;
-                        } else
-                                cg->v1[i] = mkgroup(sys->v1_root[i], cg->name);
-                        if (cg->v1[i] < 0) {
-                                r = xb_err_set(err, -cg->v1[i], "create %s cgroup %s", ctl_names[i], cg->name);
-                                cg->v1[i] = -1;
-                                goto fail;
-                        }
-                }
-                arm_oom_v1(cg);
-        } else {
+        if (sys->mode == XB_CG_V2) {
                 cg->oom_fd = openat(cg->v2, "memory.events", O_RDONLY | O_CLOEXEC);
+                if ((r = xb_cgroup_set_limits(cg, l, err)) < 0)
+                        goto fail;
+                cg->complete = true;
         }
-        r = xb_cgroup_set_limits(cg, l, err);
-        if (r < 0)
-                goto fail;
         *ret = cg;
         return 0;
 fail:
         xb_cgroup_destroy(cg);
         return r;
+}
+
+int
+xb_cgroup_complete(struct xb_cgroup *cg, struct xb_err *err)
+{
+        struct xb_cgroup_sys *sys = cg->sys;
+        int r;
+
+        if (cg->complete)
+                return 0;
+        for (int i = 0; i < NCTL; i++) {
+                if (sys->v1_root[i] < 0 || !v1_needed(sys, i, &cg->limits))
+                        continue;
+                if (sys->v1_alias[i] >= 0) {
+                        /* Co-mounted with an earlier controller (cpu,cpuacct). */
+                        int j = sys->v1_alias[i];
+
+                        cg->v1[i] = cg->v1[j] >= 0 ? fcntl(cg->v1[j], F_DUPFD_CLOEXEC, 3)
+                                                   : mkgroup(sys->v1_root[j], cg->name);
+                        if (cg->v1[i] >= 0 || cg->v1[j] >= 0)
+                                continue;
+                } else
+                        cg->v1[i] = mkgroup(sys->v1_root[i], cg->name);
+                if (cg->v1[i] < 0) {
+                        r = xb_err_set(err, -cg->v1[i], "create %s cgroup %s", ctl_names[i], cg->name);
+                        cg->v1[i] = -1;
+                        return r;
+                }
+        }
+        arm_oom_v1(cg);
+        if ((r = xb_cgroup_set_limits(cg, &cg->limits, err)) < 0)
+                return r;
+        cg->complete = true;
+        return 0;
 }
 
 int
@@ -440,6 +460,12 @@ xb_cgroup_attach(struct xb_cgroup *cg, pid_t pid, struct xb_err *err)
                         return xb_err_set(err, -r, "attach %d to %s cgroup %s", (int)pid, ctl_names[i], cg->name);
         }
         return 0;
+}
+
+int
+xb_cgroup_clone_fd(struct xb_cgroup *cg)
+{
+        return cg->v2;
 }
 
 int
@@ -653,56 +679,53 @@ xb_cgroup_destroy(struct xb_cgroup *cg)
         return r;
 }
 
-/* Remove one leftover group: only if no task is in it and it is older
- * than a minute. A live sandbox always has its init inside (from a few
- * milliseconds after mkdir), so this never touches another process's
- * sandbox; an empty old group is what a crashed execbox leaves behind
- * (its inits die when their socket closes). */
-static int
-reap_one(int root, const char *name)
-{
-        struct stat st;
-        _cleanup_free_ char *procs = NULL;
-        int fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0 || time(NULL) - st.st_mtime < 60 ||
-            xb_read_file_at(fd, "cgroup.procs", 64, &procs, NULL) < 0 || procs[0] != '\0') {
-                close(fd);
-                return -EBUSY;
-        }
-        return remove_group(root, name, &fd);
-}
-
 int
-xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys)
+xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name)
 {
+        char full[96];
         int roots[NCTL + 1], n = 0, removed = 0;
-        size_t plen = strlen(sys->prefix);
 
+        snprintf(full, sizeof(full), "%s-%s", sys->prefix, name);
         for (int i = 0; i < NCTL; i++)
                 if (sys->v1_root[i] >= 0 && sys->v1_alias[i] < 0)
                         roots[n++] = sys->v1_root[i];
         if (sys->v2_root >= 0)
                 roots[n++] = sys->v2_root;
         for (int k = 0; k < n; k++) {
-                int fd = openat(roots[k], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-                struct dirent *de;
+                int fd = openat(roots[k], full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-                if (!d) {
-                        if (fd >= 0)
-                                close(fd);
+                if (fd < 0)
                         continue;
-                }
-                while ((de = readdir(d))) {
-                        if (strncmp(de->d_name, sys->prefix, plen) != 0 || de->d_name[plen] != '-')
-                                continue;
-                        if (reap_one(roots[k], de->d_name) == 0)
-                                removed++;
-                }
-                closedir(d);
+                /* Its owner is dead (the caller holds its uid slot), but
+                 * tasks may linger if the owner died before its init did. */
+                if (xb_write_file_at(fd, "cgroup.kill", "1") < 0)
+                        kill_listed(fd);
+                if (remove_group(roots[k], full, &fd) == 0)
+                        removed++;
         }
         return removed;
+}
+
+int
+xb_cgroup_sys_names(struct xb_cgroup_sys *sys, void (*fn)(const char *name, void *data), void *data)
+{
+        int root = sys->v2_root >= 0 ? sys->v2_root : sys->v1_root[CTL_MEMORY];
+        int fd = root >= 0 ? openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        size_t plen = strlen(sys->prefix);
+        struct dirent *de;
+        int n = 0;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return -errno;
+        }
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, sys->prefix, plen) == 0 && de->d_name[plen] == '-') {
+                        fn(de->d_name + plen + 1, data);
+                        n++;
+                }
+        closedir(d);
+        return n;
 }

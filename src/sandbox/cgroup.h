@@ -43,11 +43,17 @@ bool xb_cgroup_sys_has_kill(const struct xb_cgroup_sys *sys);
 /* Force the v1 freezer path even where cgroup.kill exists (tests). */
 void xb_cgroup_sys_force_freezer(struct xb_cgroup_sys *sys, bool on);
 
-/* Create group `name` with limits; removes anything half-made on failure.
- * On v1 the cpu hierarchy is used only when l->cpus_milli is set here. */
+/* Create group `name` with limits, in two steps so that a sandbox start can
+ * make its v1 groups while the kernel builds the sandbox's network
+ * namespace: xb_cgroup_create makes the v2 group (all of it on v2, the
+ * companion that CLONE_INTO_CGROUP needs on hybrid hosts); on v1,
+ * xb_cgroup_complete then makes and limits the v1 groups. Nothing may run
+ * in the group before it is complete. On v1 the cpu hierarchy is used only
+ * when l->cpus_milli is set at creation. Failure removes what was made. */
 int xb_cgroup_create(struct xb_cgroup_sys *sys, const char *name,
                      const struct xb_cgroup_limits *l, struct xb_cgroup **ret,
                      struct xb_err *err);
+int xb_cgroup_complete(struct xb_cgroup *cg, struct xb_err *err);
 int xb_cgroup_set_limits(struct xb_cgroup *cg, const struct xb_cgroup_limits *l,
                          struct xb_err *err);
 int xb_cgroup_attach(struct xb_cgroup *cg, pid_t pid, struct xb_err *err);
@@ -63,6 +69,9 @@ struct xb_cgroup_join {
         int clone_fd;          /* v2 group for CLONE_INTO_CGROUP, or -1 */
         int tasks[5];          /* v1 `tasks` files, -1 when unused */
 };
+/* The v2 group for CLONE_INTO_CGROUP (borrowed), or -1. */
+int xb_cgroup_clone_fd(struct xb_cgroup *cg);
+/* Open the v1 `tasks` files of a complete group for the new process. */
 int xb_cgroup_join_open(struct xb_cgroup *cg, struct xb_cgroup_join *j, struct xb_err *err);
 /* In the new process, before it unshares its user namespace's credentials. */
 int xb_cgroup_join_self(const struct xb_cgroup_join *j);
@@ -78,8 +87,10 @@ bool xb_cgroup_empty(struct xb_cgroup *cg);
 /* Kill what is left, remove the group everywhere and free cg. Returns
  * -EBUSY (and still frees) if a directory could not be removed. */
 int xb_cgroup_destroy(struct xb_cgroup *cg);
-/* Remove "<prefix>-*" groups a crashed execbox left: empty ones older than
- * a minute (never a live sandbox's). Returns how many were removed. */
-int xb_cgroup_sys_reap_stale(struct xb_cgroup_sys *sys);
+/* Kill what is in group `name` (without the prefix) and remove it from
+ * every hierarchy; for leftovers of a dead owner. Returns how many removed. */
+int xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name);
+/* Call fn with each existing group's name (without the prefix). */
+int xb_cgroup_sys_names(struct xb_cgroup_sys *sys, void (*fn)(const char *name, void *data), void *data);
 /* The group's name, for messages. */
 const char *xb_cgroup_name(const struct xb_cgroup *cg);

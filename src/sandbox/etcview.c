@@ -20,17 +20,7 @@
 
 #define STAMP ".execbox-stamp"
 #define CHECKED "etc.checked"   /* its mtime: when the view was last found current */
-
-static void
-touch_checked(int root)
-{
-        int fd = openat(root, CHECKED, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-        if (fd >= 0) {
-                futimens(fd, NULL);
-                close(fd);
-        }
-}
+#define RETIRED ".execbox-retired"  /* in a view: its mtime is when it stopped being current */
 
 struct budget {
         uint64_t bytes;
@@ -244,56 +234,123 @@ build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
         return r;
 }
 
+/* FNV-1a: the view's name from its fingerprint (not a security boundary:
+ * the directory is root's). */
+static uint64_t
+fnv1a(const char *s)
+{
+        uint64_t h = 1469598103934665603ULL;
+
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+        return h;
+}
+
+/* Point the "etc" symlink at view, atomically. */
+static void
+set_current(int root, const char *view)
+{
+        char tmp[64];
+
+        snprintf(tmp, sizeof(tmp), "etc.link.%d", (int)getpid());
+        unlinkat(root, tmp, 0);
+        if (symlinkat(view, root, tmp) < 0)
+                return;
+        if (renameat(root, tmp, root, "etc") < 0 && (errno == EISDIR || errno == ENOTEMPTY)) {
+                /* An older execbox kept the view itself at "etc": retire it like a view. */
+                char old[64];
+
+                snprintf(old, sizeof(old), "etc-legacy-%d", (int)getpid());
+                if (renameat(root, "etc", root, old) == 0)
+                        renameat(root, tmp, root, "etc");
+        }
+        unlinkat(root, tmp, 0);
+}
+
+/* Views other than current: mark them retired, and remove those retired
+ * longer than any sandbox can live (a sandbox binds its view for life). */
+static void
+retire_others(int root, const char *current)
+{
+        int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                char marker[300];
+                struct stat st;
+
+                if (strncmp(de->d_name, "etc-", 4) != 0 || strcmp(de->d_name, current) == 0)
+                        continue;
+                snprintf(marker, sizeof(marker), "%s/%s", de->d_name, RETIRED);
+                if (fstatat(root, marker, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        int m = openat(root, marker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+                        if (m >= 0)
+                                close(m);
+                } else if (time(NULL) - st.st_mtime > XB_ETCVIEW_KEEP_S)
+                        rm_rf_at(root, de->d_name, 0);
+        }
+        closedir(d);
+}
+
 int
 xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct xb_err *err)
 {
         _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct xb_buf fp = { .max = 1 << 20 };
-        _cleanup_free_ char *old = NULL;
-        char tmpname[64], path[4096];
+        char view[64], tmpname[64], path[4096];
         struct stat st;
         int r;
 
         if (root < 0)
                 return xb_err_set(err, errno, "open %s", dir);
-        snprintf(path, sizeof(path), "%s/etc", dir);
-        /* Checked a moment ago (a burst of runs): trust it without the ~40
-         * stat calls of a fingerprint. */
-        if (fstatat(root, CHECKED, &st, AT_SYMLINK_NOFOLLOW) == 0 && time(NULL) - st.st_mtime < XB_ETCVIEW_RECHECK_S &&
-            time(NULL) >= st.st_mtime && faccessat(root, "etc/" STAMP, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-                xb_buf_free(&fp);
-                *ret_path = strdup(path);
-                return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
+        /* Checked a moment ago (a burst of runs): the current view, without
+         * the ~40 stat calls of a fingerprint. */
+        if (fstatat(root, CHECKED, &st, AT_SYMLINK_NOFOLLOW) == 0 && time(NULL) >= st.st_mtime &&
+            time(NULL) - st.st_mtime < XB_ETCVIEW_RECHECK_S) {
+                ssize_t n = readlinkat(root, "etc", view, sizeof(view) - 1);
+
+                if (n > 4 && (view[n] = '\0', strncmp(view, "etc-", 4) == 0) && !strchr(view, '/') &&
+                    faccessat(root, view, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                        goto done;
         }
         if (fingerprint(user_uid, &fp) < 0) {
                 xb_buf_free(&fp);
                 return xb_err_set(err, ENOMEM, "fingerprint /etc");
         }
-        if (fstatat(root, "etc/" STAMP, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            time(NULL) - st.st_mtime < XB_ETCVIEW_MAX_AGE_S &&
-            xb_read_file_at(root, "etc/" STAMP, 1 << 20, &old, NULL) == 0 && strcmp(old, fp.data) == 0) {
-                xb_buf_free(&fp);
-                touch_checked(root);
-                *ret_path = strdup(path);
-                return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
+        snprintf(view, sizeof(view), "etc-%016llx", (unsigned long long)fnv1a(fp.data));
+        if (fstatat(root, view, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                snprintf(tmpname, sizeof(tmpname), "etc.new.%d", (int)getpid());
+                rm_rf_at(root, tmpname, 0);
+                r = build(root, tmpname, user_uid, fp.data);
+                if (r < 0) {
+                        xb_buf_free(&fp);
+                        rm_rf_at(root, tmpname, 0);
+                        return xb_err_set(err, -r, "prepare the sandbox /etc in %s", dir);
+                }
+                /* Another process may have built the same view meanwhile: keep theirs. */
+                if (renameat(root, tmpname, root, view) < 0)
+                        rm_rf_at(root, tmpname, 0);
         }
-        snprintf(tmpname, sizeof(tmpname), "etc.new.%d", (int)getpid());
-        rm_rf_at(root, tmpname, 0);
-        r = build(root, tmpname, user_uid, fp.data);
         xb_buf_free(&fp);
-        if (r < 0) {
-                rm_rf_at(root, tmpname, 0);
-                return xb_err_set(err, -r, "prepare the sandbox /etc in %s", dir);
+        set_current(root, view);
+        retire_others(root, view);
+done:
+        {
+                int fd = openat(root, CHECKED, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+                if (fd >= 0) {
+                        futimens(fd, NULL);
+                        close(fd);
+                }
         }
-        /* Swap the new view in atomically; mounts of the old one keep it alive. */
-        if (renameat2(root, tmpname, root, "etc", RENAME_EXCHANGE) == 0)
-                rm_rf_at(root, tmpname, 0);
-        else if (errno != ENOENT || renameat(root, tmpname, root, "etc") < 0) {
-                r = -errno;
-                rm_rf_at(root, tmpname, 0);
-                return xb_err_set(err, -r, "install the sandbox /etc in %s", dir);
-        }
-        touch_checked(root);
+        snprintf(path, sizeof(path), "%s/%s", dir, view);
         *ret_path = strdup(path);
         return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
 }

@@ -12,9 +12,9 @@
 #pragma once
 #include "base/err.h"
 
-#define XB_ETCVIEW_MAX_AGE_S 600
 #define XB_ETCVIEW_RECHECK_S 2
+#define XB_ETCVIEW_KEEP_S (8 * 24 * 3600)
 #define XB_ETCVIEW_MAX_BYTES (64u << 20)
 
-/* Make sure dir/etc is current; returns 0 with *ret_path (malloc'd) set. */
+/* The current view, built if needed: *ret_path (malloc'd) is dir/etc-<hash>. */
 int xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct xb_err *err);

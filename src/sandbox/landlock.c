@@ -108,6 +108,11 @@ xb_landlock_apply(const struct xb_landlock_path *paths, size_t n, struct xb_err 
                 if ((r = add_path(rs, paths[i].path, a)) < 0)
                         return xb_err_set(err, -r, "landlock rule for %s", paths[i].path);
         }
+        /* /proc: a process may write its own attributes (comm, oom_score_adj);
+         * what must not be written is mounted read-only (/proc/sys, ...). */
+        if ((r = add_path(rs, "/proc", READ_ACCESS | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                               (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0))) < 0)
+                return xb_err_set(err, -r, "landlock rule for /proc");
         if ((r = add_path(rs, "/dev", READ_ACCESS | LANDLOCK_ACCESS_FS_WRITE_FILE |
                                               (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0) |
                                               (abi >= 5 ? LANDLOCK_ACCESS_FS_IOCTL_DEV : 0))) < 0)

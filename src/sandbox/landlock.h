@@ -1,6 +1,7 @@
 /* Landlock, best effort at the best ABI the kernel offers: reads and
  * executes anywhere in the sandbox's root, writes only below the writable
- * mounts, ioctls on devices only in /dev. Returns the ABI used (0 when the
+ * mounts (and to existing files of /proc and /dev), ioctls on devices only
+ * in /dev. Returns the ABI used (0 when the
  * kernel has no Landlock, which is not an error). */
 #pragma once
 #include <stddef.h>

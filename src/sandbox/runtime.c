@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -53,7 +54,9 @@ image_ok(int fd, size_t size)
                (st.st_mode & 07777) == 0555 && st.st_nlink == 1 && (size_t)st.st_size == size;
 }
 
-/* Remove images of other builds; a running one keeps its inode. */
+/* Remove other builds' images once they are an hour old: a process of
+ * another build may be between writing its image and opening it, and a
+ * running sandbox keeps its inode anyway. */
 static void
 remove_stale(int dirfd, const char *keep)
 {
@@ -66,9 +69,13 @@ remove_stale(int dirfd, const char *keep)
                         close(fd);
                 return;
         }
-        while ((de = readdir(d)))
-                if (strncmp(de->d_name, "init-", 5) == 0 && strcmp(de->d_name, keep) != 0)
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (strncmp(de->d_name, "init-", 5) == 0 && strcmp(de->d_name, keep) != 0 &&
+                    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && time(NULL) - st.st_mtime > 3600)
                         unlinkat(dirfd, de->d_name, 0);
+        }
         closedir(d);
 }
 

@@ -81,6 +81,7 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if ((r = xb_runtime_init_image(e->runtime_fd, err)) < 0)
                 goto fail;
         e->init_fd = r;
+        xb_engine_reap_stale(e);
         if (o->nallow) {
                 e->allow = calloc(o->nallow, sizeof(char *));
                 if (!e->allow) {
@@ -101,6 +102,31 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
 fail:
         xb_engine_close(e);
         return r;
+}
+
+static void
+reap_one(const char *name, void *data)
+{
+        struct xb_engine *e = data;
+        char *end;
+        unsigned long slot;
+
+        if (name[0] != 'u')
+                return;
+        slot = strtoul(name + 1, &end, 10);
+        if (*end || end == name + 1 || slot >= e->uids.nslots)
+                return;
+        /* Free slot, existing group: its owner died. Held slot: a live sandbox. */
+        if (xb_uidpool_try(&e->uids, (uint32_t)slot) == 0) {
+                xb_cgroup_remove_stale(e->cgroups, name);
+                xb_uidpool_release(&e->uids, (uint32_t)slot);
+        }
+}
+
+int
+xb_engine_reap_stale(struct xb_engine *e)
+{
+        return xb_cgroup_sys_names(e->cgroups, reap_one, e);
 }
 
 void
@@ -124,7 +150,6 @@ xb_engine_close(struct xb_engine *e)
 /* ---- the setup child ---- */
 
 struct child_args {
-        const struct xb_cgroup_join *join;
         int sock;
         int init_fd;
         const struct xb_mount_plan *plan;
@@ -152,23 +177,42 @@ loopback_up(void)
 static int
 child_setup(const struct child_args *a, struct xb_err *err)
 {
-        char go;
         char *argv[3 + 32 + 1] = { (char *)"execbox-init", (char *)"/tmp", (char *)"/home/user" };
         size_t argc = 3;
         int r, devnull, memfd;
 
-        /* Join the v1 groups while the daemon writes our id maps; we are
-         * still the host's root for the cgroup file checks until setresuid. */
-        if ((r = xb_cgroup_join_self(a->join)) < 0)
-                return xb_err_set(err, -r, "join the sandbox's cgroups");
+        /* The network namespace is built here, while the daemon makes our v1
+         * cgroups and writes our id maps: it is the costliest namespace to
+         * create (a loopback device and its sysctls), and clone3 would make
+         * the daemon wait for it. */
+        if (unshare(CLONE_NEWNET) < 0)
+                return xb_err_set(err, errno, "unshare the network namespace");
         /* Sources are opened here, not in the daemon: a bind needs a source
          * mount in the caller's own mount namespace (EINVAL otherwise). And
          * before setresuid: we still have the host root's file access, which
          * the root-only runtime directory needs. */
         if ((r = xb_mountplan_open_sources((struct xb_mount_plan *)a->plan, err)) < 0)
                 return r;
-        if (recv(a->sock, &go, 1, 0) != 1)
-                return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+        {
+                uint8_t buf[64];
+                int fds[XB_MSG_MAXFDS];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(a->sock, buf, sizeof(buf), fds, &nfds, false);
+                struct xb_msgr m;
+
+                if (n <= 0 || xb_msgr_init(&m, buf, (size_t)n) < 0 || m.type != XB_SETUP_GO)
+                        return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+                /* Join the v1 groups ourselves: writing "0" to `tasks` moves only
+                 * the caller and skips the global lock a pid write takes (see
+                 * cgroup.h). We are still the host's root for the file checks. */
+                for (size_t i = 0; i < nfds; i++) {
+                        if (r == 0 && write(fds[i], "0", 1) != 1)
+                                r = -errno;
+                        close(fds[i]);
+                }
+                if (r < 0)
+                        return xb_err_set(err, -r, "join the sandbox's cgroups");
+        }
         if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
                 return xb_err_set(err, errno, "become root in the user namespace");
         if (unshare(CLONE_NEWCGROUP) < 0)
@@ -346,26 +390,27 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         cl = (struct xb_cgroup_limits){ .memory = cfg->limits.memory, .pids = cfg->limits.pids,
                                         .cpus_milli = cfg->limits.cpus_milli, .oom_group = cfg->oom_group };
         {
-                char name[64];
+                /* Named after the uid slot we hold: a group of that name can only
+                 * be a leftover of a holder that died (killed -9), so it goes. */
+                char name[32];
 
-                snprintf(name, sizeof(name), "sb-%s", sb->id);
+                snprintf(name, sizeof(name), "u%u", sb->uid_slot);
+                xb_cgroup_remove_stale(e->cgroups, name);
                 if ((r = xb_cgroup_create(e->cgroups, name, &cl, &sb->cg, err)) < 0)
                         goto fail;
         }
-        if ((r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
-                goto fail;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
                 r = xb_err_set(err, errno, "socketpair");
                 goto fail;
         }
 
-        ca.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS |
-                   CLONE_NEWIPC | CLONE_PIDFD;
+        /* No CLONE_NEWNET: the child unshares it in parallel with our work below. */
+        ca.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_PIDFD;
         ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
         ca.exit_signal = SIGCHLD;
-        if (join.clone_fd >= 0) {
+        if (xb_cgroup_clone_fd(sb->cg) >= 0) {
                 ca.flags |= CLONE_INTO_CGROUP;
-                ca.cgroup = (uint64_t)join.clone_fd;
+                ca.cgroup = (uint64_t)xb_cgroup_clone_fd(sb->cg);
         }
         pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
         if (pid < 0) {
@@ -373,7 +418,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 goto fail;
         }
         if (pid == 0) {
-                struct child_args a = { .join = &join, .sock = sv[1], .init_fd = e->init_fd, .plan = &plan,
+                struct child_args a = { .sock = sv[1], .init_fd = e->init_fd, .plan = &plan,
                                         .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
                                         .nbinds = cfg->nbinds };
 
@@ -382,7 +427,6 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         }
         close(sv[1]);
         sv[1] = -1;
-        xb_cgroup_join_close(&join);
         sb->pid = pid;
         sb->pidfd = pidfd;
         sb->sock = sv[0];
@@ -391,14 +435,28 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         free_binds(binds, cfg->nbinds);
         binds = NULL;
 
+        if ((r = xb_cgroup_complete(sb->cg, err)) < 0 || (r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
+                goto fail_child;
         if ((r = write_id_map(pid, "uid_map", sb->host_uid_base)) < 0 ||
             (r = write_id_map(pid, "gid_map", sb->host_uid_base)) < 0) {
                 xb_err_set(err, -r, "write the sandbox's id map");
                 goto fail_child;
         }
-        if (send(sb->sock, "g", 1, MSG_NOSIGNAL) != 1) {
-                r = xb_err_set(err, errno, "release the setup child");
-                goto fail_child;
+        {
+                uint8_t buf[16];
+                struct xb_msgw w;
+                int fds[XB_MSG_MAXFDS];
+                size_t nfds = 0;
+
+                xb_msgw_init(&w, buf, sizeof(buf), XB_SETUP_GO, 0);
+                for (size_t i = 0; i < ARRAY_SIZE(join.tasks) && nfds < ARRAY_SIZE(fds); i++)
+                        if (join.tasks[i] >= 0)
+                                fds[nfds++] = join.tasks[i];
+                if ((r = xb_msg_send(sb->sock, w.buf, w.len, fds, nfds)) < 0) {
+                        xb_err_set(err, -r, "release the setup child");
+                        goto fail_child;
+                }
+                xb_cgroup_join_close(&join);
         }
         if ((r = xb_set_nonblock(sb->sock, true)) < 0) {
                 xb_err_set(err, -r, "init socket");
@@ -408,6 +466,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         return 0;
 
 fail_child:
+        xb_cgroup_join_close(&join);
         xb_sandbox_destroy(TAKE_PTR(sb));
         return r;
 fail:

@@ -70,6 +70,9 @@ struct xb_sandbox {
 
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
 void xb_engine_close(struct xb_engine *e);
+/* Remove the cgroups of sandboxes whose owner died (killed -9): a group
+ * "u<slot>" whose uid slot no live process holds. */
+int xb_engine_reap_stale(struct xb_engine *e);
 
 /* Start a sandbox; returns once the setup child has been released (init
  * announces itself with XB_EV_READY on sb->sock). */

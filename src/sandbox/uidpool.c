@@ -94,3 +94,19 @@ xb_uidpool_release(struct xb_uidpool *p, uint32_t slot)
         bit_set(p, slot, false);
         p->used--;
 }
+
+int
+xb_uidpool_try(struct xb_uidpool *p, uint32_t slot)
+{
+        if (slot >= p->nslots || xb_uidpool_taken(p, slot))
+                return -EBUSY;
+        if (p->lockfd >= 0) {
+                int r = lock_byte(p->lockfd, slot, F_WRLCK);
+
+                if (r < 0)
+                        return r == -EAGAIN || r == -EACCES ? -EBUSY : r;
+        }
+        bit_set(p, slot, true);
+        p->used++;
+        return 0;
+}

@@ -31,6 +31,8 @@ void xb_uidpool_close(struct xb_uidpool *p);
 /* Claim a free slot; -EAGAIN when every slot is taken. */
 int xb_uidpool_alloc(struct xb_uidpool *p, uint32_t *ret_slot);
 void xb_uidpool_release(struct xb_uidpool *p, uint32_t slot);
+/* Claim this slot if no one holds it; -EBUSY if someone does. */
+int xb_uidpool_try(struct xb_uidpool *p, uint32_t slot);
 bool xb_uidpool_taken(const struct xb_uidpool *p, uint32_t slot);
 /* The first host id of a slot's range. */
 uid_t xb_uidpool_host_base(uint32_t slot);

@@ -1,19 +1,19 @@
-/* The file API: read, write, stat, list, mkdir, move and delete inside a
- * sandbox, each one round trip to the sandbox's init.
+/* The file API's operations: read, write, stat, list, mkdir, move and
+ * delete inside a sandbox, each one round trip to the sandbox's init
+ * (api_files.c parses the requests).
  *
- * Theory of operation. The daemon never opens a sandbox path. A handler
- * validates the request, sends XB_REQ_FILE with a fresh tag, and suspends;
- * the pending operation (struct xb_fileop) sits on its sandbox until
- * init's XB_EV_FILE with that tag comes back (a listing may come in
- * parts). Reads get one fd from init: the daemon fstat()s it, requires a
- * regular file on a real filesystem, and lets libmicrohttpd send it (with
- * Range). Writes are a sink route: at the headers the handler asks init to
- * open the file, then the body streams into the fd init returned, and the
- * handler answers at the end; a failed upload is truncated back to the
- * size it had when opened. A client that leaves marks its operation
- * abandoned: the reply, when it comes, only closes fds. When the sandbox
- * dies every pending operation is answered 410. A reply that breaks the
- * protocol kills the sandbox. */
+ * Theory of operation. The daemon never opens a sandbox path. An
+ * operation (struct xb_fileop) sends XB_REQ_FILE with a fresh tag, its
+ * request is suspended, and it waits on its sandbox until init's
+ * XB_EV_FILE with that tag comes back (a listing may come in parts).
+ * Reads get one fd from init: the daemon checks it (a regular file, on a
+ * real filesystem, opened for reading) and the HTTP front sends it, with
+ * Range. Writes are a sink route: at the headers init opens the file, the
+ * body then streams into the fd it returned, and the end answers; a failed
+ * upload is cut back to the length the file had when opened. A client
+ * that leaves marks its operation abandoned: the reply, when it comes,
+ * only closes fds. When the sandbox dies every pending operation is
+ * answered 410. A reply that breaks the protocol kills the sandbox. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,13 +29,10 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/utf8.h"
-#include "proc/filec.h"
-#include "server/jsonv.h"
-#include "server/server.h"
+#include "server/files.h"
 
-#define HOME "/home/user"
 #define CTYPE_BYTES "application/octet-stream"
-#define HINT_PATH "pass ?path=/home/user/file.txt: an absolute path, or one relative to /home/user"
+#define PENDING_MAX 64          /* file operations waiting on one sandbox's init */
 #define HINT_TOOL "use POST /v1/sandboxes/{id}/exec {\"cmd\": \"...\"} for anything the file API cannot do"
 
 struct list_entry {
@@ -68,6 +65,8 @@ struct xb_fileop {
         size_t nentries, cap;
         size_t total, entry_bytes;    /* LIST: what init sent, for its bounds */
 };
+
+static void parse_range(const char *h, struct range *rg);
 
 /* ---- operations ---- */
 
@@ -121,8 +120,8 @@ op_gone(struct xb_req *r, void *owner)
         op->up = NULL;
 }
 
-static bool
-sandbox_ok(struct xb_req *r, struct xb_sbx *x)
+bool
+xb_fileop_sandbox_ok(struct xb_req *r, struct xb_sbx *x)
 {
         if (x->state < XB_SBX_DYING && x->sb)
                 return true;
@@ -131,14 +130,23 @@ sandbox_ok(struct xb_req *r, struct xb_sbx *x)
         return false;
 }
 
-/* Send q and suspend r until init answers. Takes path and path2; NULL
- * after replying with the error. */
 static struct xb_fileop *
 op_start(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path, char *path2)
 {
-        struct xb_fileop *op = calloc(1, sizeof(*op));
+        struct xb_fileop *op = NULL;
         struct xb_err err = { 0 };
+        unsigned pending = 0;
 
+        for (struct xb_fileop *o = x->fileops; o; o = o->next)
+                pending++;
+        if (pending >= PENDING_MAX) {
+                free(path);
+                free(path2);
+                xb_reply_error(r, 429, "too_many_file_requests", "wait for earlier file requests to this sandbox to finish",
+                               "the sandbox has %u file requests in flight, its limit", pending);
+                return NULL;
+        }
+        op = calloc(1, sizeof(*op));
         if (!op) {
                 free(path);
                 free(path2);
@@ -159,13 +167,23 @@ op_start(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path, 
                                        "shorten the path, or retry", "%s", err.msg);
                 return NULL;
         }
-        xb_debug("DBG start tag %u op %d %s", op->tag, op->op, path);
         xb_sbx_ref(x);
         op->next = x->fileops;
         x->fileops = op;
         xb_sbx_touch(x, 0);
         xb_req_suspend(r, op_gone, op);
         return op;
+}
+
+bool
+xb_fileop_start(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path, char *path2,
+                const char *range)
+{
+        struct xb_fileop *op = op_start(r, x, q, path, path2);
+
+        if (op && range)
+                parse_range(range, &op->range);
+        return op != NULL;
 }
 
 /* ---- replies ---- */
@@ -237,22 +255,39 @@ static const struct errmap {
         { EINVAL, 400, "invalid_path", "the last component cannot be . or .., and a directory cannot move into itself" },
 };
 
-static void
-reply_file_error(struct xb_req *r, enum xb_fop op, const char *path, int e, enum xb_ftype found)
+/* A path for a message: valid UTF-8 (messages are JSON strings) and short
+ * enough that the message is never cut inside a character. */
+#define SHOWN_MAX 128
+
+static const char *
+shown(const char *path, char *buf, size_t cap)
 {
+        size_t n = strnlen(path, SHOWN_MAX), len;
+        _cleanup_free_ char *clean = xb_utf8_sanitize(path, n, &len);
+
+        snprintf(buf, cap, "%s%s", clean ? clean : "?", path[n] ? "..." : "");
+        return buf;
+}
+
+static void
+reply_file_error(struct xb_req *r, enum xb_fop op, const char *raw, int e, enum xb_ftype found)
+{
+        char buf[SHOWN_MAX * 3 + 8];
+        const char *path = shown(raw, buf, sizeof(buf));
+
         if (e == EINVAL && found) {
                 xb_reply_error(r, 400, "not_a_regular_file", "only regular files can be read or written; FIFOs, sockets "
-                               "and devices are refused", "cannot %s `%.300s`: it is a %s, not a regular file",
+                               "and devices are refused", "cannot %s `%s`: it is a %s, not a regular file",
                                verb(op), path, kind_text(found));
                 return;
         }
         for (size_t i = 0; i < ARRAY_SIZE(errmap); i++)
                 if (errmap[i].errnum == e) {
-                        xb_reply_error(r, errmap[i].status, errmap[i].code, errmap[i].hint, "cannot %s `%.300s`: %s",
+                        xb_reply_error(r, errmap[i].status, errmap[i].code, errmap[i].hint, "cannot %s `%s`: %s",
                                        verb(op), path, strerror(e));
                         return;
                 }
-        xb_reply_error(r, 500, "file_error", "retry; if it persists, " HINT_TOOL, "cannot %s `%.300s`: %s", verb(op),
+        xb_reply_error(r, 500, "file_error", "retry; if it persists, " HINT_TOOL, "cannot %s `%s`: %s", verb(op),
                        path, strerror(e));
 }
 
@@ -375,7 +410,7 @@ finish_read(struct xb_fileop *op, int fd, const struct stat *st)
 {
         uint64_t size = (uint64_t)st->st_size, off = 0, len = size;
         const struct range *rg = &op->range;
-        char cr[96];
+        char cr[96], buf[SHOWN_MAX * 3 + 8];
 
         if (rg->kind == R_NONE) {
                 xb_reply_fd(op->req, 200, CTYPE_BYTES, fd, 0, size, NULL);
@@ -386,7 +421,7 @@ finish_read(struct xb_fileop *op, int fd, const struct stat *st)
                 snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
                 xb_req_add_reply_header(op->req, "Content-Range", cr);
                 xb_reply_error(op->req, 416, "range_not_satisfiable", "ask for bytes inside the file, or leave out the "
-                               "Range header", "`%.300s` is %llu bytes; the range asked for is outside it", op->path,
+                               "Range header", "`%s` is %llu bytes; the range asked for is outside it", shown(op->path, buf, sizeof(buf)),
                                (unsigned long long)size);
                 return;
         }
@@ -560,8 +595,6 @@ xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, s
         const char *bad = NULL;
         int r = 0;
 
-        xb_debug("DBG reply tag %u op %p nfds %zu", ev->tag, (void *)op, nfds);
-
         if (!op)
                 bad = "a reply nobody asked for";
         else if (xb_filec_parse(&ev->msg, op->op, nfds, &rep) < 0)
@@ -609,114 +642,40 @@ xb_fileop_sandbox_died(struct xb_sbx *x)
         }
 }
 
-/* ---- request parsing ---- */
+/* ---- uploads ---- */
 
-/* The path a client named, made absolute; NULL after a 400. */
-static char *
-abs_path(struct xb_req *r, const char *field, const char *v)
+void
+xb_fileop_upload_begin(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path)
 {
-        char *p;
-
-        if (!v || !*v) {
-                xb_reply_error(r, 400, "missing_path", HINT_PATH, "`%s` is required", field);
-                return NULL;
-        }
-        if (strlen(v) > XB_FILE_PATH_MAX) {
-                xb_reply_error(r, 400, "path_too_long", "paths are at most 4096 bytes", "`%s` is %zu bytes long", field,
-                               strlen(v));
-                return NULL;
-        }
-        if (asprintf(&p, "%s%s", v[0] == '/' ? "" : HOME "/", v) < 0) {
-                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
-                return NULL;
-        }
-        /* "dir/" is "dir": shown and sent without trailing slashes. */
-        for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--)
-                p[n - 1] = '\0';
-        return p;
-}
-
-static char *
-query_path(struct xb_req *r)
-{
-        int qerr;
-        const char *v = xb_req_query(r, "path", &qerr);
-
-        if (qerr < 0) {
-                xb_reply_error(r, 400, "invalid_path", HINT_PATH, "`path` contains a NUL byte");
-                return NULL;
-        }
-        return abs_path(r, "path", v);
-}
-
-static int
-query_bool(struct xb_req *r, const char *name, bool *ret)
-{
-        int qerr;
-        const char *v = xb_req_query(r, name, &qerr);
-
-        if (qerr < 0)
-                goto bad;
-        if (!v)
-                return 0;
-        if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") || !*v)
-                *ret = true;
-        else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
-                *ret = false;
-        else
-                goto bad;
-        return 0;
-bad:
-        xb_reply_error(r, 400, "invalid_request", "use true or false", "`%s` must be true or false", name);
-        return -1;
-}
-
-/* "644", "0644" or "0o644": permission bits, at most 0777. */
-static int
-parse_mode(struct xb_req *r, const char *field, const char *v, uint32_t *ret)
-{
-        const char *s = v;
-        uint32_t m = 0;
-
-        if (!strncmp(s, "0o", 2))
-                s += 2;
-        if (*s && strlen(s) <= 4 && strspn(s, "01234567") == strlen(s)) {
-                for (; *s; s++)
-                        m = m * 8 + (uint32_t)(*s - '0');
-                if (m <= 0777) {
-                        *ret = m;
-                        return 0;
-                }
-        }
-        xb_reply_error(r, 400, "invalid_mode", "give octal permission bits such as \"0644\" or \"0755\"",
-                       "`%s` must be an octal mode of at most 0777, not `%.16s`", field, v);
-        return -1;
-}
-
-/* ---- handlers ---- */
-
-static void
-get_file(struct xb_req *r)
-{
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_READ, .depth = 1 };
         struct xb_fileop *op;
-        char *path;
+        struct upload *up = calloc(1, sizeof(*up));
 
-        if (!x || !sandbox_ok(r, x) || !(path = query_path(r)))
+        if (!up || !(up->path = strdup(path))) {
+                free(up);
+                free(path);
+                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
                 return;
-        q.path = path;
-        op = op_start(r, x, &q, path, NULL);
-        if (op)
-                parse_range(xb_req_header(r, "Range"), &op->range);
+        }
+        up->fd = -1;
+        up->sbx = x;
+        xb_sbx_ref(x);
+        xb_req_set_data(r, up);
+        op = op_start(r, x, q, path, NULL);
+        if (!op) {
+                xb_req_set_data(r, NULL);
+                upload_free(up, false);
+                return;
+        }
+        op->up = up;
 }
 
-static void
-put_end(struct xb_req *r)
+void
+xb_fileop_upload_end(struct xb_req *r)
 {
         struct upload *up = xb_req_data(r);
         int e = xb_req_sink_error(r);
         uint64_t written = xb_req_sink_bytes(r);
+        char buf[SHOWN_MAX * 3 + 8];
         struct stat st;
 
         xb_req_set_data(r, NULL);
@@ -725,7 +684,7 @@ put_end(struct xb_req *r)
                 xb_reply_error(r, 500, "internal", "retry", "the upload lost its file");
                 return;
         }
-        if (!sandbox_ok(r, up->sbx)) {
+        if (!xb_fileop_sandbox_ok(r, up->sbx)) {
                 upload_free(up, false);
                 return;
         }
@@ -734,14 +693,16 @@ put_end(struct xb_req *r)
                 if (e == ENOSPC || e == EDQUOT)
                         xb_reply_error(r, 507, "disk_full", "the sandbox's disk limit is reached: delete files, or create "
                                        "the sandbox with a larger {\"limits\": {\"disk\": BYTES}}",
-                                       "the disk filled up after %llu bytes of `%.300s`; the file was put back as it was "
+                                       "the disk filled up after %llu bytes of `%s`; the file was put back as it was "
                                        "opened (empty, or its old length when appending)", (unsigned long long)written,
-                                       up->path);
+                                       shown(up->path, buf, sizeof(buf)));
                 else if (e == EFBIG)
                         xb_reply_error(r, 413, "upload_too_large", "upload smaller files, or raise the server's --upload-max",
-                                       "the upload to `%.300s` is over the server's upload limit", up->path);
+                                       "the upload to `%s` is over the server's upload limit",
+                                       shown(up->path, buf, sizeof(buf)));
                 else
-                        xb_reply_error(r, 500, "write_failed", "retry", "writing `%.300s` failed: %s", up->path, strerror(e));
+                        xb_reply_error(r, 500, "write_failed", "retry", "writing `%s` failed: %s",
+                                       shown(up->path, buf, sizeof(buf)), strerror(e));
                 upload_free(up, true);
                 return;
         }
@@ -752,182 +713,3 @@ put_end(struct xb_req *r)
                                         (json_int_t)st.st_size, "written", (json_int_t)written));
         upload_free(up, false);
 }
-
-/* PUT: at the headers (phase BEGIN) ask init for the file; the body goes
- * to it once it is open; at phase END answer. */
-static void
-put_file(struct xb_req *r)
-{
-        struct xb_file_req q = { .op = XB_FOP_WRITE, .depth = 1, .mode = 0644, .flags = XB_FILE_PARENTS };
-        struct xb_sbx *x;
-        struct xb_fileop *op;
-        struct upload *up;
-        const char *mode;
-        bool append = false;
-        char *path;
-        int qerr;
-
-        if (xb_req_phase(r) == XB_PHASE_END) {
-                put_end(r);
-                return;
-        }
-        x = xb_api_sandbox(r);
-        if (!x || !sandbox_ok(r, x) || query_bool(r, "append", &append) < 0)
-                return;
-        mode = xb_req_query(r, "mode", &qerr);
-        if (qerr < 0 || (mode && parse_mode(r, "mode", mode, &q.mode) < 0)) {
-                if (qerr < 0)
-                        xb_reply_error(r, 400, "invalid_mode", "give octal permission bits such as 0644", "`mode` is invalid");
-                return;
-        }
-        if (!(path = query_path(r)))
-                return;
-        up = calloc(1, sizeof(*up));
-        if (!up || !(up->path = strdup(path))) {
-                free(up);
-                free(path);
-                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
-                return;
-        }
-        up->fd = -1;
-        up->sbx = x;
-        xb_sbx_ref(x);
-        q.flags |= (append ? XB_FILE_APPEND : 0) | (mode ? XB_FILE_MODE_SET : 0);
-        q.path = path;
-        xb_req_set_data(r, up);
-        op = op_start(r, x, &q, path, NULL);
-        if (!op) {
-                xb_req_set_data(r, NULL);
-                upload_free(up, false);
-                return;
-        }
-        op->up = up;
-}
-
-static void
-delete_file(struct xb_req *r)
-{
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_DELETE, .depth = 1 };
-        bool recursive = false;
-        char *path;
-
-        if (!x || !sandbox_ok(r, x) || query_bool(r, "recursive", &recursive) < 0 || !(path = query_path(r)))
-                return;
-        q.path = path;
-        q.flags = recursive ? XB_FILE_RECURSIVE : 0;
-        op_start(r, x, &q, path, NULL);
-}
-
-static void
-list_files(struct xb_req *r)
-{
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_LIST, .depth = 1 };
-        const char *d;
-        char *path;
-        int qerr;
-
-        if (!x || !sandbox_ok(r, x))
-                return;
-        d = xb_req_query(r, "depth", &qerr);
-        if (qerr < 0 || (d && (strlen(d) != 1 || d[0] < '1' || d[0] > '0' + XB_FILE_DEPTH_MAX))) {
-                xb_reply_error(r, 400, "invalid_depth", "depth=1 lists the directory itself; up to 5 goes deeper",
-                               "`depth` must be a whole number from 1 to %d", XB_FILE_DEPTH_MAX);
-                return;
-        }
-        if (d)
-                q.depth = (uint32_t)(d[0] - '0');
-        if (!(path = query_path(r)))
-                return;
-        q.path = path;
-        op_start(r, x, &q, path, NULL);
-}
-
-static void
-stat_file(struct xb_req *r)
-{
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_STAT, .depth = 1 };
-        char *path;
-
-        if (!x || !sandbox_ok(r, x) || !(path = query_path(r)))
-                return;
-        q.path = path;
-        op_start(r, x, &q, path, NULL);
-}
-
-static void
-make_dir(struct xb_req *r)
-{
-        static const char *const fields[] = { "path", "parents", "mode", NULL };
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_MKDIR, .depth = 1, .mode = 0755 };
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        const char *b, *p = NULL, *mode = NULL;
-        bool parents = true;
-        size_t len;
-        char *path;
-
-        if (!x || !sandbox_ok(r, x))
-                return;
-        b = xb_req_body(r, &len);
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_str(body, "path", XB_FILE_PATH_MAX, &p, &err) < 0 ||
-            xb_jsonv_bool(body, "parents", &parents, &err) < 0 || xb_jsonv_str(body, "mode", 16, &mode, &err) < 0) {
-                xb_api_bad_request(r, &err, "send {\"path\": \"/home/user/dir\", \"parents\": true}");
-                return;
-        }
-        if ((mode && parse_mode(r, "mode", mode, &q.mode) < 0) || !(path = abs_path(r, "path", p)))
-                return;
-        q.path = path;
-        q.flags = parents ? XB_FILE_PARENTS : 0;
-        op_start(r, x, &q, path, NULL);
-}
-
-static void
-move_file(struct xb_req *r)
-{
-        static const char *const fields[] = { "from", "to", "overwrite", NULL };
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_MOVE, .depth = 1 };
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        const char *b, *from = NULL, *to = NULL;
-        bool overwrite = false;
-        size_t len;
-        char *src, *dst;
-
-        if (!x || !sandbox_ok(r, x))
-                return;
-        b = xb_req_body(r, &len);
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_str(body, "from", XB_FILE_PATH_MAX, &from, &err) < 0 ||
-            xb_jsonv_str(body, "to", XB_FILE_PATH_MAX, &to, &err) < 0 ||
-            xb_jsonv_bool(body, "overwrite", &overwrite, &err) < 0) {
-                xb_api_bad_request(r, &err, "send {\"from\": \"/home/user/a\", \"to\": \"/home/user/b\"}");
-                return;
-        }
-        if (!(src = abs_path(r, "from", from)))
-                return;
-        if (!(dst = abs_path(r, "to", to))) {
-                free(src);
-                return;
-        }
-        q.path = src;
-        q.path2 = dst;
-        q.flags = overwrite ? XB_FILE_OVERWRITE : 0;
-        op_start(r, x, &q, src, dst);
-}
-
-const struct xb_route xb_api_routes_files[] = {
-        { "GET", "/v1/sandboxes/{}/files", get_file, 0 },
-        { "PUT", "/v1/sandboxes/{}/files", put_file, XB_ROUTE_SINK },
-        { "DELETE", "/v1/sandboxes/{}/files", delete_file, 0 },
-        { "GET", "/v1/sandboxes/{}/files/list", list_files, 0 },
-        { "GET", "/v1/sandboxes/{}/files/stat", stat_file, 0 },
-        { "POST", "/v1/sandboxes/{}/files/mkdir", make_dir, 0 },
-        { "POST", "/v1/sandboxes/{}/files/move", move_file, 0 },
-};
-const size_t xb_api_nroutes_files = ARRAY_SIZE(xb_api_routes_files);

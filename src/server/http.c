@@ -22,6 +22,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "server/mhd.h"
 
 #define MAX_PARAMS 4
@@ -33,6 +34,7 @@ struct xb_http {
         struct MHD_Daemon *mhd;
         struct xb_io mhd_io;
         struct xb_timer mhd_timer;
+        struct xb_req *suspended;     /* connections MHD holds suspended (it must not stop with any) */
         bool need_run;
         const struct xb_route *routes;
         size_t nroutes;
@@ -54,6 +56,7 @@ struct xb_req {
         enum xb_req_phase phase;
         int tenant;
         bool suspended, replied, dispatched, complete;
+        struct xb_req *susp_next, **susp_pprev;   /* in http->suspended while MHD holds it suspended */
         void *data;
         /* deferred replies */
         xb_gone_cb on_gone;
@@ -173,7 +176,7 @@ xb_req_query(const struct xb_req *r, const char *name, int *err)
                 return NULL;
         if (!v)
                 return "";
-        if (memchr(v, '\0', len)) {
+        if (memchr(v, '\0', len) || memchr(v, 0xff, len)) {
                 if (err)
                         *err = -EINVAL;
                 return NULL;
@@ -237,6 +240,33 @@ xb_req_add_reply_header(struct xb_req *r, const char *name, const char *value)
         r->nhdr++;
 }
 
+/* Suspend and resume a real connection, keeping the list xb_http_stop needs. */
+static void
+conn_suspend(struct xb_req *r)
+{
+        MHD(suspend_connection)(r->conn);
+        r->suspended = true;
+        r->susp_next = r->http->suspended;
+        if (r->susp_next)
+                r->susp_next->susp_pprev = &r->susp_next;
+        r->susp_pprev = &r->http->suspended;
+        r->http->suspended = r;
+}
+
+static void
+conn_resume(struct xb_req *r)
+{
+        if (r->susp_pprev) {
+                *r->susp_pprev = r->susp_next;
+                if (r->susp_next)
+                        r->susp_next->susp_pprev = r->susp_pprev;
+                r->susp_next = NULL;
+                r->susp_pprev = NULL;
+        }
+        r->suspended = false;
+        MHD(resume_connection)(r->conn);
+}
+
 static void
 stop_watch(struct xb_req *r)
 {
@@ -257,8 +287,7 @@ on_client_gone(struct xb_io *io, uint32_t events)
                 cb(r, r->owner);
         /* Let MHD notice the closed socket and complete the request. */
         if (r->suspended) {
-                r->suspended = false;
-                MHD(resume_connection)(r->conn);
+                conn_resume(r);
                 mark_run(r->http);
         }
 }
@@ -276,8 +305,7 @@ xb_req_suspend(struct xb_req *r, xb_gone_cb on_gone, void *owner)
                 r->suspended = true;
                 return;
         }
-        MHD(suspend_connection)(r->conn);
-        r->suspended = true;
+        conn_suspend(r);
         ci = MHD(get_connection_info)(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (ci && !r->watch.active)
                 xb_io_start(r->http->loop, &r->watch, ci->connect_fd, EPOLLRDHUP, on_client_gone, r);
@@ -298,8 +326,7 @@ xb_req_resume(struct xb_req *r)
                 return;
         }
         stop_watch(r);
-        r->suspended = false;
-        MHD(resume_connection)(r->conn);
+        conn_resume(r);
         mark_run(r->http);
 }
 
@@ -377,8 +404,10 @@ xb_reply_json(struct xb_req *r, unsigned status, json_t *body)
 
         json_decref(body);
         if (!s) {
-                xb_reply_bytes(r, 500, "application/json",
-                               "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\",\"hint\":\"retry\"}}", 77);
+                static const char oom[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\","
+                                          "\"hint\":\"retry in a moment\"}}";
+
+                xb_reply_bytes(r, 503, "application/json", oom, sizeof(oom) - 1);
                 return;
         }
         if (r->virt) {
@@ -399,13 +428,18 @@ void
 xb_reply_error(struct xb_req *r, unsigned status, const char *code, const char *hint, const char *fmt, ...)
 {
         char msg[600];
+        size_t clean_len;
+        char *clean;
         va_list ap;
 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        xb_reply_json(r, status, json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg, "hint",
-                                           hint ? hint : ""));
+        /* Messages quote what the client sent, which need not be UTF-8. */
+        clean = xb_utf8_sanitize(msg, strlen(msg), &clean_len);
+        xb_reply_json(r, status, json_pack("{s:{s:s,s:s%,s:s}}", "error", "code", code, "message",
+                                           clean ? clean : "?", clean ? clean_len : 1, "hint", hint ? hint : ""));
+        free(clean);
 }
 
 void
@@ -414,13 +448,18 @@ xb_reply_empty(struct xb_req *r, unsigned status)
         xb_reply_bytes(r, status, NULL, "", 0);
 }
 
-/* A file body read with pread(2), not sent with sendfile(2): when the
- * file shrinks under the reply (a process in the sandbox truncates it),
- * sendfile returns 0 and libmicrohttpd 0.9.75 waits for the socket to turn
- * writable again, which in edge-triggered epoll it never does; a short
- * pread ends the reply with an error and closes the connection instead. */
+/* A file body read with pread(2). When the file shrinks under the reply
+ * (a process in the sandbox truncates it), the reply must end early, and
+ * the only way to say so after the headers is to close the connection.
+ * libmicrohttpd 0.9.75 in external epoll mode marks the connection closed
+ * but only cleans it up on the socket's next event, which never comes
+ * while the client waits for the rest: so the socket is shut down here,
+ * which both tells the client and wakes libmicrohttpd. (sendfile(2) stalls
+ * the same way: it returns 0 and MHD waits for writability.) */
 struct fd_body {
+        struct xb_http *http;
         int fd;
+        int sock;                     /* the client's connection, -1 if unknown */
         uint64_t off;
 };
 
@@ -433,7 +472,12 @@ fd_reader(void *cls, uint64_t pos, char *buf, size_t max)
         do
                 n = pread(b->fd, buf, max, (off_t)(b->off + pos));
         while (n < 0 && errno == EINTR);
-        return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+        if (n > 0)
+                return n;
+        if (b->sock >= 0)
+                shutdown(b->sock, SHUT_RDWR);
+        mark_run(b->http);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 static void
@@ -451,6 +495,7 @@ xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64
 {
         struct MHD_Response *resp;
         struct fd_body *body;
+        const union MHD_ConnectionInfo *ci;
 
         if (r->virt) {
                 /* No socket to send from: read the range (bounded) and reply with it. */
@@ -480,7 +525,8 @@ xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64
                 xb_reply_error(r, 500, "internal", "retry", "could not send the file");
                 return;
         }
-        *body = (struct fd_body){ .fd = fd, .off = off };
+        ci = MHD(get_connection_info)(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *body = (struct fd_body){ .http = r->http, .fd = fd, .sock = ci ? ci->connect_fd : -1, .off = off };
         if (ctype)
                 MHD(add_response_header)(resp, "Content-Type", ctype);
         if (content_range)
@@ -498,8 +544,17 @@ stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         size_t n;
 
         (void)pos;
-        if (s->failed)
+        if (s->failed) {
+                /* As in fd_reader: an error return alone leaves the client waiting. */
+                const union MHD_ConnectionInfo *ci =
+                        s->req ? MHD(get_connection_info)(s->req->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+
+                if (ci)
+                        shutdown(ci->connect_fd, SHUT_RDWR);
+                if (s->req)
+                        mark_run(s->req->http);
                 return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         n = s->pending.len - s->off;
         if (n) {
                 if (n > max)
@@ -516,10 +571,8 @@ stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
                 return MHD_CONTENT_READER_END_OF_STREAM;
         /* Nothing yet: park the connection until a write resumes it. */
         s->waiting = true;
-        if (!s->req->suspended) {
-                MHD(suspend_connection)(s->req->conn);
-                s->req->suspended = true;
-        }
+        if (!s->req->suspended)
+                conn_suspend(s->req);
         return 0;
 }
 
@@ -764,6 +817,11 @@ free_pairs(char **v)
 static void
 req_free(struct xb_req *r)
 {
+        if (r->susp_pprev) {
+                *r->susp_pprev = r->susp_next;
+                if (r->susp_next)
+                        r->susp_next->susp_pprev = r->susp_pprev;
+        }
         stop_watch(r);
         if (r->stream && r->virt) {
                 xb_buf_free(&r->stream->pending);
@@ -841,14 +899,27 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                         if (match(rt->pattern, url, r->params, r->scratch, cap))
                                 r->route = rt;
                 }
+                if (strchr(url, (char)0xff)) {
+                        xb_reply_error(r, 400, "invalid_path", "remove the NUL byte (%00) from the URL",
+                                       "the URL path contains a NUL byte");
+                        return MHD_YES;
+                }
                 if (!r->route) {
                         bool path_known = false;
+                        char allow[64] = "";
 
-                        for (size_t i = 0; i < h->nroutes && !path_known; i++) {
+                        for (size_t i = 0; i < h->nroutes; i++) {
                                 char *params[MAX_PARAMS];
 
-                                path_known = match(h->routes[i].pattern, url, params, r->scratch, cap);
+                                if (match(h->routes[i].pattern, url, params, r->scratch, cap)) {
+                                        path_known = true;
+                                        if (!strstr(allow, h->routes[i].method) && strlen(allow) + 10 < sizeof(allow))
+                                                snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
+                                                         allow[0] ? ", " : "", h->routes[i].method);
+                                }
                         }
+                        if (path_known)
+                                xb_req_add_reply_header(r, "Allow", allow);
                         if (path_known)
                                 xb_reply_error(r, 405, "method_not_allowed", "see GET /openapi.json for the methods of each path",
                                                "%s is not allowed on %s", method, url);
@@ -930,6 +1001,39 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 r->route->handler(r);
         }
         return MHD_YES;
+}
+
+static int
+hexval(char ch)
+{
+        return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+               : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* Percent-decoding for paths and query values, as MHD's own except that a
+ * decoded NUL becomes 0xFF (never valid UTF-8): MHD hands the path to the
+ * access handler as a C string, where a NUL would silently cut it short.
+ * Handlers refuse both bytes with a precise error. */
+static size_t
+unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+        char *out = s;
+
+        (void)cls;
+        (void)conn;
+        for (const char *in = s; *in; in++) {
+                int hi, lo;
+
+                if (in[0] == '%' && (hi = hexval(in[1])) >= 0 && (lo = hexval(in[2])) >= 0) {
+                        int v = hi * 16 + lo;
+
+                        *out++ = v ? (char)v : (char)0xff;
+                        in += 2;
+                } else
+                        *out++ = *in;
+        }
+        *out = '\0';
+        return (size_t)(out - s);
 }
 
 static void
@@ -1183,6 +1287,7 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
                                    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s ? o->conn_timeout_s : 60,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                    MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
+                                   MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
                                    MHD_OPTION_END);
         if (!h->mhd) {
                 close(h->listen_fd);
@@ -1207,6 +1312,18 @@ xb_http_stop(struct xb_http *h)
         if (!h)
                 return;
         if (h->mhd) {
+                /* MHD aborts if stopped with a suspended connection: resume
+                 * each one, cancelling the work that waits on it. */
+                while (h->suspended) {
+                        struct xb_req *r = h->suspended;
+                        xb_gone_cb cb = r->on_gone;
+
+                        r->on_gone = NULL;
+                        stop_watch(r);
+                        conn_resume(r);
+                        if (cb)
+                                cb(r, r->owner);
+                }
                 xb_io_stop(&h->mhd_io);
                 xb_timer_stop(&h->mhd_timer);
                 xb_loop_set_prepare(h->loop, NULL, NULL);

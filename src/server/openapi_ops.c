@@ -57,6 +57,7 @@ const char *const xb_op_tags[] = {
         "files", "Read, write, list and move files in a sandbox.",
         "sessions", "Stateful code sessions (Python, JavaScript, bash) and the images their cells display.",
         "plugin", "The seeds' plugin API (dangermode): one default sandbox and Python session per token.",
+        "mcp", "The Model Context Protocol endpoint (Streamable HTTP), for MCP clients rather than direct use.",
         NULL, NULL,
 };
 
@@ -253,6 +254,31 @@ const struct xb_op_def xb_op_defs[] = {
           .reply = JSON_REPLY("The variable.", J_VARIABLE) },
         { .method = "GET", .path = "/images/{image}", .id = "plugin_get_image", .tag = "plugin",
           .summary = "An image your default session displayed.", .reply = IMAGE_REPLY },
+
+        /* ---- MCP, Streamable HTTP (mcp_http.c) ---- */
+        { .method = "POST", .path = "/mcp", .id = "mcp_message", .tag = "mcp", .sse = true,
+          .summary = "Send one MCP JSON-RPC message.", .errors = "404 415",
+          .description = "One JSON-RPC request or notification of revision 2025-11-25, 2025-06-18, 2025-03-26 "
+                         "(after initialize, with the Mcp-Session-Id header) or 2026-07-28 (stateless: _meta and "
+                         "the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers). A notification gets 202; a "
+                         "request gets its response as JSON, or as server-sent events when notifications such as "
+                         "progress come first. Origin and Host must be local (403 otherwise).",
+          .params = "[{\"name\": \"Mcp-Session-Id\", \"in\": \"header\", \"required\": false, \"description\": "
+                    "\"The session from initialize (revisions up to 2025-11-25).\", \"schema\": {\"type\": "
+                    "\"string\"}}, {\"name\": \"MCP-Protocol-Version\", \"in\": \"header\", \"required\": "
+                    "false, \"schema\": {\"type\": \"string\"}}]",
+          .body = JSON_BODY("{\"type\": [\"object\", \"array\"], \"description\": \"A JSON-RPC 2.0 message "
+                            "(a batch only in a 2025-03-26 session).\"}"),
+          .reply = JSON_REPLY("The JSON-RPC response.", "{\"type\": [\"object\", \"array\"]}"),
+          .replies = "{\"202\": {\"description\": \"A notification or response was accepted.\"}}" },
+        { .method = "GET", .path = "/mcp", .id = "mcp_stream", .tag = "mcp", .sse = true, .errors = "404 405 406 409",
+          .summary = "Open a session's stream of server messages, or resume one.",
+          .description = "With Mcp-Session-Id: the session's standalone stream of notifications; with "
+                         "Last-Event-ID too, the rest of a request's stream that was cut off.",
+          .reply = "{\"description\": \"Server-sent events.\", \"content\": {\"text/event-stream\": {\"schema\": "
+                   "{\"type\": \"string\"}}}}" },
+        { .method = "DELETE", .path = "/mcp", .id = "mcp_end_session", .tag = "mcp", .status = 204,
+          .errors = "404", .summary = "End an MCP session and delete its default sandbox." },
 };
 
 const size_t xb_op_ndefs = sizeof(xb_op_defs) / sizeof(xb_op_defs[0]);

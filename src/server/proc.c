@@ -767,8 +767,9 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 for (char **a = spec->argv; *a && used < sizeof(p->cmd) - 1; a++)
                         used += (size_t)snprintf(p->cmd + used, sizeof(p->cmd) - used, "%s%s", used ? " " : "", *a);
         }
-        if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || (want_stdin && pipe2(inp, O_CLOEXEC) < 0)) {
-                xb_err_set(err, errno, "pipe");
+        if ((r = xb_sandbox_pipe(outp)) < 0 || (r = xb_sandbox_pipe(errp)) < 0 ||
+            (want_stdin && (r = xb_sandbox_pipe(inp)) < 0)) {
+                xb_err_set(err, -r, "pipe");
                 goto fail;
         }
         p->tag = xb_sbx_tag(x);
@@ -860,4 +861,13 @@ xb_proc_list_json(struct xb_sbx *x)
                 if (p->spawned && !p->forgotten)
                         json_array_append_new(a, xb_proc_json(p, false));
         return a;
+}
+
+bool
+xb_proc_any_waited(const struct xb_sbx *x)
+{
+        for (const struct xb_proc *p = x->procs; p; p = p->next)
+                if (!p->finished && (p->exec_req || p->stream || p->waiters))
+                        return true;
+        return false;
 }

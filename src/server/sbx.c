@@ -217,6 +217,12 @@ on_expiry(struct xb_timer *t)
 {
         struct xb_sbx *x = t->data;
 
+        /* A client waiting on a command or cell keeps the sandbox: its lease
+         * runs out once nobody is waiting (E2B users lose work to this). */
+        if (xb_sbx_busy(x)) {
+                xb_timer_start(x->srv->loop, &x->expiry, 10000, on_expiry, x);
+                return;
+        }
         x->srv->m.sandboxes_expired++;
         xb_info("sandbox %s expired", x->id);
         xb_sbx_destroy(x, "the sandbox expired; extend it with POST /v1/sandboxes/{id}/keepalive");

@@ -21,11 +21,12 @@
 #include "base/log.h"
 #include "proto/wire.h"
 #include "server/catalog.h"
+#include "server/mcp.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[], xb_api_routes_sessions[];
+        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
-        xb_api_nroutes_sessions;
+        xb_api_nroutes_sessions, xb_api_nroutes_mcp;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -124,6 +125,7 @@ xb_server_routes(struct xb_route *out, size_t cap)
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes },
                 { xb_api_routes_files, xb_api_nroutes_files },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions },
+                { xb_api_routes_mcp, xb_api_nroutes_mcp },
         };
         size_t n = 0;
 
@@ -156,22 +158,24 @@ drain(struct xb_server *s)
         xb_timer_stop(&t);
 }
 
+/* Set up everything but a front: the engine, the loop, signals, tokens, the
+ * router (listening when o->listen is set, else for injected requests
+ * only), the MCP core and the warm pool. On failure everything is undone. */
 int
-xb_server_main(const struct xb_server_opts *opts)
+xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 {
         static struct xb_route routes[128];
         struct xb_server *s = calloc(1, sizeof(*s));
         struct xb_engine_opts eo = { 0 };
         struct xb_http_opts ho = { 0 };
+        struct xb_mcp_opts mo = { 0 };
         struct xb_err err = { 0 };
         struct rlimit rl;
         sigset_t mask;
-        bool generated = false;
         size_t nroutes;
-        int rc = 1;
 
         if (!s)
-                return 1;
+                return -ENOMEM;
         s->o = *opts;
         s->sigfd = -1;
         s->started_ms = xb_now_ms();
@@ -179,7 +183,7 @@ xb_server_main(const struct xb_server_opts *opts)
         s->loop = xb_loop_new();
         if (!s->rxbuf || !s->loop) {
                 xb_error("out of memory");
-                goto out;
+                goto fail;
         }
         /* Every sandbox holds a few fds here. */
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -189,27 +193,21 @@ xb_server_main(const struct xb_server_opts *opts)
         /* A tool schema that does not parse is a bug: refuse to start. */
         if (xb_catalog_init(&err) < 0) {
                 xb_error("tool catalog: %s", err.msg);
-                goto out;
+                goto fail;
         }
-        if (mkdir_p(s->o.state_dir, 0700) < 0) {
+        if (s->o.state_dir && mkdir_p(s->o.state_dir, 0700) < 0) {
                 xb_error("cannot create the state directory %s: %s", s->o.state_dir, strerror(errno));
-                goto out;
+                goto fail;
         }
-        if (load_tokens(s, &generated, &err) < 0) {
+        if (load_tokens(s, &s->token_generated, &err) < 0) {
                 xb_error("%s", err.msg);
-                goto out;
+                goto fail;
         }
         eo = (struct xb_engine_opts){ .cgroup_mode = s->o.cgroup_mode, .allow_mounts = s->o.allow_mounts,
                                       .nallow = s->o.nallow };
         if (xb_engine_open(&eo, &s->eng, &err) < 0) {
                 xb_error("%s", err.msg);
-                goto out;
-        }
-        {
-                int n = xb_cgroup_sys_reap_stale(s->eng->cgroups);
-
-                if (n > 0)
-                        xb_info("removed %d cgroups left by an earlier execbox", n);
+                goto fail;
         }
 
         sigemptyset(&mask);
@@ -229,31 +227,45 @@ xb_server_main(const struct xb_server_opts *opts)
         };
         if (xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
                 xb_error("%s", err.msg);
-                goto out;
+                goto fail;
+        }
+        mo = (struct xb_mcp_opts){ .loop = s->loop, .router = s->http, .defaults = &s->o.defaults,
+                                   .fixtures = s->o.conformance_fixtures, .ntenants = s->ntokens ? s->ntokens : 1 };
+        if (xb_mcp_new(&mo, &s->mcp, &err) < 0) {
+                xb_error("mcp: %s", err.msg);
+                goto fail;
         }
         xb_pool_fill(s);
-        if (!s->o.quiet) {
-                const char *url = xb_http_url(s->http);
+        *ret = s;
+        return 0;
+fail:
+        xb_server_close(s);
+        return -EIO;
+}
 
-                printf("execbox %s listening on %s (cgroups %s, pool %u)\n", "serve", url,
-                       xb_cgroup_sys_describe(s->eng->cgroups), s->o.pool_size);
-                printf("  OpenAPI:  %s/openapi.json\n  Guide:    %s/v1/guide\n  MCP:      %s/mcp\n", url, url, url);
-                if (s->o.no_auth)
-                        printf("  Auth:     none (--no-auth)\n");
-                else if (generated)
-                        printf("  Token:    %s  (saved in %s/token; send it as `Authorization: Bearer ...`)\n",
-                               s->tokens[0], s->o.state_dir);
-                else
-                        printf("  Token:    from %s\n", s->o.token_file ? s->o.token_file : "EXECBOX_TOKEN or the state dir");
-                fflush(stdout);
-        }
-        if (xb_loop_run(s->loop) < 0)
+int
+xb_server_run(struct xb_server *s)
+{
+        if (xb_loop_run(s->loop) < 0) {
                 xb_error("event loop failed: %s", strerror(errno));
-        rc = 0;
-out:
+                return -EIO;
+        }
+        return 0;
+}
+
+void
+xb_server_close(struct xb_server *s)
+{
+        if (!s)
+                return;
         s->stopping = true;
+        /* MCP's work first (injected requests need the router), then the
+         * connections, then MCP's contexts (the fronts let go of them). */
+        xb_mcp_shutdown(s->mcp);
         if (s->http)
                 xb_http_stop(s->http);
+        xb_mcp_free(s->mcp);
+        s->mcp = NULL;
         if (s->eng) {
                 xb_timer_stop(&s->pool_timer);
                 xb_sbx_destroy_all(s);
@@ -268,5 +280,32 @@ out:
         free(s->tokens);
         free(s->rxbuf);
         free(s);
+}
+
+int
+xb_server_main(const struct xb_server_opts *opts)
+{
+        struct xb_server *s = NULL;
+        int rc;
+
+        if (xb_server_open(opts, &s) < 0)
+                return 1;
+        if (!s->o.quiet) {
+                const char *url = xb_http_url(s->http);
+
+                printf("execbox %s listening on %s (cgroups %s, pool %u)\n", "serve", url,
+                       xb_cgroup_sys_describe(s->eng->cgroups), s->o.pool_size);
+                printf("  OpenAPI:  %s/openapi.json\n  Guide:    %s/v1/guide\n  MCP:      %s/mcp\n", url, url, url);
+                if (s->o.no_auth)
+                        printf("  Auth:     none (--no-auth)\n");
+                else if (s->token_generated)
+                        printf("  Token:    %s  (saved in %s/token; send it as `Authorization: Bearer ...`)\n",
+                               s->tokens[0], s->o.state_dir);
+                else
+                        printf("  Token:    from %s\n", s->o.token_file ? s->o.token_file : "EXECBOX_TOKEN or the state dir");
+                fflush(stdout);
+        }
+        rc = xb_server_run(s) < 0 ? 1 : 0;
+        xb_server_close(s);
         return rc;
 }

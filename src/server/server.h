@@ -74,6 +74,8 @@ struct xb_server {
         uint8_t *rxbuf;               /* one init message at a time */
         char cgroup_prefix[48];
         char **default_sbx;           /* per tenant: the plugin API's sandbox id */
+        struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
+        bool token_generated;         /* the token was made and saved at this start */
 };
 
 enum xb_sbx_state { XB_SBX_STARTING, XB_SBX_READY, XB_SBX_DYING, XB_SBX_DEAD };
@@ -165,6 +167,14 @@ void xb_proc_on_error(struct xb_sbx *x, uint32_t tag, int errnum, const char *st
 /* The sandbox died: every process ends as killed. */
 void xb_proc_sandbox_died(struct xb_sbx *x);
 bool xb_proc_running(const struct xb_proc *p);
+/* A client is waiting on some command of this sandbox. */
+bool xb_proc_any_waited(const struct xb_sbx *x);
+bool xb_sessions_any_waited(const struct xb_sbx *x);
+static inline bool
+xb_sbx_busy(const struct xb_sbx *x)
+{
+        return xb_proc_any_waited(x) || xb_sessions_any_waited(x);
+}
 
 /* ---- files (files.c) ---- */
 void xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t nfds);
@@ -178,6 +188,14 @@ struct xb_sbx *xb_api_sandbox(struct xb_req *r);
 json_t *xb_api_result_json(const struct xb_result *res, pid_t pid);
 
 /* ---- entry point (server.c) ---- */
+/* The core without a front: engine, loop, signals, tokens, router (listening
+ * only when o->listen is set), MCP and pool. -errno after logging why. */
+int xb_server_open(const struct xb_server_opts *o, struct xb_server **ret);
+/* Run the loop until a signal or a front stops it. */
+int xb_server_run(struct xb_server *s);
+/* Kill every sandbox, wait for them (at most 5 s) and free everything. */
+void xb_server_close(struct xb_server *s);
+/* execbox serve: open with the HTTP front, print the banner, run, close. */
 int xb_server_main(const struct xb_server_opts *o);
 /* Every route of every API table, in match order, copied into out (at most
  * cap); returns how many. The OpenAPI document and its test use it. */

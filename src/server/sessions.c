@@ -47,6 +47,7 @@ struct cell {
         unsigned images;
         bool timed_out, done;
         bool dangermode;               /* reply in dangermode's shape */
+        json_t *exit_code, *cwd;       /* bash sessions */
         char status[16];
         struct xb_timer hard, soft, grace, wait;
 };
@@ -285,6 +286,8 @@ cell_free(struct cell *c)
         xb_timer_stop(&c->grace);
         xb_timer_stop(&c->wait);
         json_decref(c->outputs);
+        json_decref(c->exit_code);
+        json_decref(c->cwd);
         free(c->code);
         free(c);
 }
@@ -303,6 +306,10 @@ cell_json(struct cell *c, const char *status, bool only_new)
                       (json_int_t)(xb_now_ms() - c->start_ms), "outputs", outs, "session_id", c->ss->id);
         if (c->dropped)
                 json_object_set_new(o, "output_dropped_bytes", json_integer((json_int_t)c->dropped));
+        if (c->exit_code)
+                json_object_set(o, "exit_code", c->exit_code);
+        if (c->cwd)
+                json_object_set(o, "cwd", c->cwd);
         if (strcmp(status, "running") == 0)
                 json_object_set_new(o, "hint", json_string("the cell is still running; POST .../sessions/{sid}/wait "
                                                            "for more output, or .../interrupt to stop it"));
@@ -614,7 +621,7 @@ handle_event(struct xb_session *ss, json_t *ev)
                                        "define it in a cell first; names are case-sensitive", "no variable `%.100s` in "
                                        "this session", json_string_value(json_object_get(ev, "name")) ?: "?");
                 } else {
-                        json_t *repr = json_object_get(ev, "repr"), *t = json_object_get(ev, "type");
+                        json_t *repr = json_object_get(ev, "repr"), *t = json_object_get(ev, "value_type");
 
                         o = json_pack("{s:O,s:O,s:O,s:O}", "name", json_object_get(ev, "name") ?: json_null(), "type",
                                       valid_text(t, 200) ? t : json_null(), "repr",
@@ -660,11 +667,12 @@ handle_event(struct xb_session *ss, json_t *ev)
                         ss->exec_count = (int)json_integer_value(ec);
                 if (!status || (strcmp(status, "ok") && strcmp(status, "error") && strcmp(status, "interrupted")))
                         return false;
-                if (json_is_integer(json_object_get(ev, "exit_code")))
-                        add_output(c, json_pack("{s:s,s:O,s:O}", "type", "exit", "exit_code",
-                                                json_object_get(ev, "exit_code"), "cwd",
-                                                valid_text(json_object_get(ev, "cwd"), 4096) ? json_object_get(ev, "cwd")
-                                                                                             : json_null()));
+                /* bash: the command's exit code and where it left the shell. */
+                if (json_is_integer(json_object_get(ev, "exit_code"))) {
+                        c->exit_code = json_incref(json_object_get(ev, "exit_code"));
+                        if (valid_text(json_object_get(ev, "cwd"), 4096))
+                                c->cwd = json_incref(json_object_get(ev, "cwd"));
+                }
                 cell_finish(c, c->timed_out ? "timeout" : status);
         } else
                 return false;
@@ -781,6 +789,7 @@ spawn_driver(struct xb_session *ss, struct xb_err *err)
                 argv[n++] = (char *)xb_node_driver;
         } else {
                 argv[n++] = (char *)"/usr/bin/python3";
+                argv[n++] = (char *)"-I";   /* isolated: no user site, no PYTHON* env; see src/drivers/README.md */
                 argv[n++] = (char *)"-c";
                 argv[n++] = (char *)xb_python_driver;
                 argv[n++] = ss->mode;
@@ -806,8 +815,8 @@ spawn_driver(struct xb_session *ss, struct xb_err *err)
                 if (r < 0)
                         return r;
         }
-        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0) {
-                r = xb_err_set(err, errno, "pipe");
+        if ((r = xb_sandbox_pipe(in)) < 0 || (r = xb_sandbox_pipe(out)) < 0 || (r = xb_sandbox_pipe(er)) < 0) {
+                r = xb_err_set(err, -r, "pipe");
                 goto out;
         }
         ss->tag = xb_sbx_tag(x);
@@ -1037,8 +1046,10 @@ xb_session_interrupt(struct xb_session *ss)
         if (!strcmp(ss->mode, "bash"))
                 send_request(ss, json_pack("{s:s,s:I}", "op", "interrupt", "id", (json_int_t)++ss->next_id));
         else
-                /* The driver alone: its cell raises KeyboardInterrupt and the state survives. */
-                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGINT, false);
+                /* The driver's process group (it leads its own session): the cell
+                 * raises KeyboardInterrupt and the state survives, and a child
+                 * such as os.system("sleep 100") stops too. */
+                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGINT, true);
 }
 
 int
@@ -1234,4 +1245,13 @@ xb_session_dangermode_json(json_t *res)
         xb_buf_free(&out);
         xb_buf_free(&err);
         return o;
+}
+
+bool
+xb_sessions_any_waited(const struct xb_sbx *x)
+{
+        for (const struct xb_session *ss = x->sessions; ss; ss = ss->next)
+                if (ss->cell && (ss->cell->req || ss->cell->stream))
+                        return true;
+        return false;
 }

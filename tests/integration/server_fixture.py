@@ -67,6 +67,93 @@ def sandbox_uid_procs() -> dict[tuple[int, int], xbhost.Proc]:
     return xbhost.sandbox_procs(xbhost.proc_table())
 
 
+def _hierarchy_dir(controllers: str) -> str | None:
+    """The mount point of the v1 hierarchy with these controllers."""
+    for name in controllers.split(","):
+        d = os.path.join("/sys/fs/cgroup", name.replace("name=", ""))
+        if os.path.isdir(d):
+            return d
+    return None
+
+
+def cgroups_of_pid(pid: int) -> dict[str, int]:
+    """The execbox cgroup directories holding a host process, in every
+    hierarchy: {path: inode}. The inode tells a directory from a later one
+    of the same name (cgroups named after a reused uid slot)."""
+    out = {}
+    pure_v2 = os.path.exists("/sys/fs/cgroup/cgroup.procs")
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            hid, controllers, path = line.rstrip("\n").split(":", 2)
+            if "execbox" not in path:
+                continue
+            if hid == "0":
+                base = "/sys/fs/cgroup" if pure_v2 else "/sys/fs/cgroup/unified"
+            else:
+                base = _hierarchy_dir(controllers)
+            if base is None:
+                continue
+            full = base + path
+            try:
+                out[full] = os.stat(full).st_ino
+            except OSError:
+                pass
+    return out
+
+
+def host_pids_with_cmdline(argv: list[str]) -> list[int]:
+    want = ("\0".join(argv) + "\0").encode()
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if f.read() == want:
+                    found.append(int(d))
+        except OSError:
+            pass
+    return found
+
+
+def sandbox_cgroups(srv: "Server", sid: str) -> dict[str, int]:
+    """The host cgroups of a sandbox ({path: inode}), found through a marker
+    process started in it (and removed again)."""
+    argv = ["sleep", f"86.{time.monotonic_ns() % 10 ** 9:09d}"]
+    r = srv.post(f"/v1/sandboxes/{sid}/processes", {"argv": argv})
+    expect(r, 201)
+    pid = r.json()["pid"]
+    try:
+        deadline = time.monotonic() + 5
+        while not (hosts := host_pids_with_cmdline(argv)):
+            assert time.monotonic() < deadline, f"the marker process {argv} never appeared on the host"
+            time.sleep(0.02)
+        assert len(hosts) == 1, hosts
+        cgs = cgroups_of_pid(hosts[0])
+    finally:
+        srv.post(f"/v1/sandboxes/{sid}/processes/{pid}/signal", {"signal": "KILL"})
+        srv.post(f"/v1/sandboxes/{sid}/processes/{pid}/wait", {"timeout_s": 5})
+        srv.delete(f"/v1/sandboxes/{sid}/processes/{pid}")
+    assert cgs, f"sandbox {sid} has no execbox cgroup on the host"
+    return cgs
+
+
+def cgroups_gone(cgs: dict[str, int]) -> bool:
+    """True once every one of these directories is removed (or replaced by
+    a new directory of the same name)."""
+    for path, ino in cgs.items():
+        try:
+            if os.stat(path).st_ino == ino:
+                return False
+        except OSError:
+            pass
+    return True
+
+
+def cgroup_tasks(cgs: dict[str, int]) -> set[int]:
+    return {pid for path in cgs for pid in xbhost.cgroup_procs(path)}
+
+
 @dataclasses.dataclass
 class HostSnapshot:
     cgroups: set
@@ -224,6 +311,12 @@ class Server:
         except OSError:
             return ""
 
+    def stdout(self) -> str:
+        """Everything the server printed on stdout (complete once stopped)."""
+        if self.stopped_rc is not None:
+            self.drainer.join(5)
+        return "\n".join(self.banner) + "\n" + b"".join(self.stdout_rest).decode(errors="replace")
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -329,10 +422,14 @@ def _read_banner(proc: subprocess.Popen, deadline: float) -> list[str]:
     return lines
 
 
-def _drain(stream) -> None:
+def _drain(stream, sink: list) -> None:
+    """Keep reading the server's stdout (so it never blocks) into sink."""
     try:
-        while stream.read(65536):
-            pass
+        while True:
+            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            if not chunk:
+                break
+            sink.append(chunk)
     except (OSError, ValueError):
         pass
 
@@ -360,13 +457,14 @@ def server_env(extra: dict | None = None, drop_token: bool = True) -> dict:
 
 def start_server(execbox: str, base_dir: str, *args: str, tokens: list[str] | None = None,
                  no_auth: bool | None = None, pool: int | None = 2, env: dict | None = None,
-                 expect_token_line: bool = False) -> Server:
+                 expect_token_line: bool = False, state_dir: str | None = None) -> Server:
     """Start a server; returns once /healthz answers. tokens: write a
     --token-file with these lines. no_auth defaults to True unless tokens
     are given or auth-related args are passed."""
     os.makedirs(base_dir, exist_ok=True)
-    n = len([d for d in os.listdir(base_dir) if d.startswith("state")])
-    state_dir = os.path.join(base_dir, f"state{n}")
+    n = len([d for d in os.listdir(base_dir) if d.startswith("state") and not d.endswith(".stderr")])
+    if state_dir is None:
+        state_dir = os.path.join(base_dir, f"state{n}")
     argv = list(args)
     given = list(args)
     if tokens is not None:
@@ -393,7 +491,9 @@ def start_server(execbox: str, base_dir: str, *args: str, tokens: list[str] | No
         with open(stderr_path, errors="replace") as f:
             err = f.read()
         raise AssertionError(f"execbox serve did not start: banner={banner!r} rc={proc.returncode} stderr={err!r}")
-    threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
+    rest: list[bytes] = []
+    drainer = threading.Thread(target=_drain, args=(proc.stdout, rest), daemon=True)
+    drainer.start()
     url = LISTEN_RE.match(banner[0]).group(1)
     toks = list(tokens) if tokens else []
     if not toks and not no_auth:
@@ -402,6 +502,7 @@ def start_server(execbox: str, base_dir: str, *args: str, tokens: list[str] | No
         if not toks and env and env.get("EXECBOX_TOKEN"):
             toks = [env["EXECBOX_TOKEN"]]
     srv = Server(proc, url, state_dir, toks, banner, stderr_path, before, [execbox, "serve", *argv])
+    srv.stdout_rest, srv.drainer = rest, drainer
     while True:
         try:
             if requests.get(url + "/healthz", timeout=2).status_code == 200:

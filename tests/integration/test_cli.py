@@ -83,19 +83,11 @@ def test_own_errors_exit_125_with_a_hint(xb, case):
 
 @pytest.mark.parametrize("case", list(ERRORS))
 def test_own_errors_are_one_line(xb, request, case):
-    if case == "unknown option":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "BUG (src/cli/cmd_run.c): getopt prints its own line (`run: unrecognized option`) before "
-            "execbox's, and execbox's does not name the option. Fix: opterr = 0, and name argv[optind-1]")))
     args, _ = ERRORS[case]
     r = xb(*args, json_mode=False)
     assert len(r.stderr.strip().splitlines()) == 1, f"stderr is not one line: {r.stderr!r}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (src/cli/cmd_run.c parse): the error names argv[optind-1], which for `--memory lots` is the "
-    "value `lots`, not the option; the user cannot tell which flag was wrong. Fix: name the option "
-    "from the getopt_long longindex (options[i].name)"))
 def test_bad_value_error_names_the_option(xb):
     r = xb("--memory", "lots", "--", "true", json_mode=False)
     assert "--memory" in r.stderr, r.stderr
@@ -200,11 +192,6 @@ def test_no_stdin_reads_eof(xb):
     assert r.json["status"] == "ok" and r.json["stdout"] == ""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (src/proc/run.c stream_data): execbox blocks SIGPIPE and ignores EPIPE on its own stdout, so "
-    "`execbox run -- yes | head -1` keeps the command running (and burning CPU) until the wall "
-    "timeout, 60 s by default. Fix: when a live target returns EPIPE, close that stream's read end so "
-    "the command gets SIGPIPE, as in a shell pipeline"))
 def test_closed_downstream_pipe_ends_the_run(execbox):
     p = subprocess.Popen([execbox, "run", "--timeout", "20s", "--", "yes"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)

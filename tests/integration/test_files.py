@@ -442,11 +442,19 @@ def test_input_validation(srv, sid):
     for method in ("GET", "PUT", "DELETE"):
         expect_error(srv.request(method, files(sid), params={"path": long}, data=b""), 400, "path_too_long")
     expect_error(srv.post(files(sid, "mkdir"), {"path": long}), 400)
+    rel = ("d" * 100 + "/") * 40 + "f" * 56   # 4096 bytes, over the limit once under /home/user
+    assert len(rel) == 4096
+    expect_error(get(srv, sid, rel), 400, "path_too_long")
     for method in ("GET", "PUT", "DELETE"):
         expect_error(srv.request(method, files(sid), params={"path": "a\x00b"}, data=b"x"), 400, "invalid_path")
     expect_error(srv.request("GET", files(sid, "stat"), params={"path": "/etc/\x00passwd"}), 400, "invalid_path")
     expect_error(srv.post(files(sid, "mkdir"), {"path": "a\u0000b"}), 400, "invalid_request")
     expect_error(srv.request("POST", files(sid, "mkdir"), data=b"{not json"), 400)
+    # Messages quote the path: as valid UTF-8, even when the path is not or is cut.
+    for raw in (b"\xff\xfe", ("é" * 20 + "/").encode() * 10, b"/tmp/" + b"\xe9" * 200):
+        err = expect_error(srv.request("GET", files(sid), params={"path": raw}), 404, "file_not_found")
+        assert "cannot read" in err["message"]
+    err = expect_error(put(srv, sid, b"/usr/\xff", b"x"), 403)
     name = "n" * 300
     expect_error(put(srv, sid, name, b"x"), 400, "path_too_long")
     expect_error(get(srv, sid, "/home/user"), 400, "is_a_directory")

@@ -3,7 +3,6 @@ Every assertion is on the live process inside, reported by the probe."""
 from __future__ import annotations
 
 import os
-import select
 import time
 
 import pytest
@@ -112,11 +111,7 @@ def test_concurrent_sandboxes_get_disjoint_host_ranges(popen):
     cmd = ["--", "/bin/sh", "-c", "cat /proc/self/uid_map; sleep 2"]
     a = popen(*cmd)
     b = popen(*cmd)
-    maps = []
-    for p in (a, b):
-        ready, _, _ = select.select([p.stdout], [], [], 10)
-        assert ready, "no uid_map line within 10 s"
-        maps.append(parse_map(p.stdout.readline().decode())[0])
+    maps = [parse_map(xbhost.read_lines(p, 1)[0])[0] for p in (a, b)]
     # Both are still sleeping: the ranges were held at the same time.
     assert a.poll() is None and b.poll() is None
     (_, base_a, n_a), (_, base_b, n_b) = maps
@@ -144,14 +139,7 @@ def test_two_live_sandboxes_do_not_share_namespaces(popen):
     names = " ".join(NAMESPACES)
     cmd = ["--", "/bin/sh", "-c", f"for n in {names}; do readlink /proc/self/ns/$n; done; sleep 1"]
     a, b = popen(*cmd), popen(*cmd)
-    seen = []
-    for p in (a, b):
-        lines = []
-        while len(lines) < len(NAMESPACES):
-            ready, _, _ = select.select([p.stdout], [], [], 10)
-            assert ready, "no namespace line within 10 s"
-            lines.append(p.stdout.readline().decode().strip())
-        seen.append(lines)
+    seen = [xbhost.read_lines(p, len(NAMESPACES)) for p in (a, b)]
     assert a.poll() is None and b.poll() is None, "a sandbox ended before the comparison"
     for ns, x, y in zip(NAMESPACES, *seen):
         assert x.startswith(f"{ns}:[") and x != y, f"two live sandboxes share a {ns} namespace: {x}"

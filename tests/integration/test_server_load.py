@@ -48,14 +48,14 @@ def test_stalled_clients_do_not_block_others(server):
             worst = max(worst, t)
         new, t = timed(server.create)
         worst = max(worst, t)
-        assert worst < 0.5, f"with 50 stalled sockets a normal request took {worst:.3f}s"
+        assert worst < 1.0, f"with 50 stalled sockets a normal request took {worst:.3f}s"
         # A fresh connection each time, too.
         for _ in range(5):
             sess = server.session()
             r, t = timed(sess.get, server.url + "/v1/sandboxes", timeout=5)
             sess.close()
             expect(r, 200)
-            assert t < 0.5, f"a new connection waited {t:.3f}s behind stalled ones"
+            assert t < 1.0, f"a new connection waited {t:.3f}s behind stalled ones"
         server.remove(new["id"])
     finally:
         for s in stalled:
@@ -73,7 +73,7 @@ def test_many_idle_keepalive_connections(server):
             socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
         r, t = timed(server.get, "/healthz")
         expect(r, 200)
-        assert t < 0.5
+        assert t < 1.0, f"/healthz took {t:.3f}s with 200 idle connections open"
     finally:
         for s in socks:
             s.close()
@@ -238,7 +238,7 @@ def test_exec_output_flood_does_not_starve_other_sandboxes(server):
         assert res["stdout"] == "quick\n"
         worst = max(worst, t)
     flood.join(60)
-    assert worst < 1.0, f"another sandbox's output flood delayed a trivial exec to {worst:.2f}s"
+    assert worst < 2.0, f"another sandbox's output flood delayed a trivial exec to {worst:.2f}s"
 
 
 def test_too_many_sandboxes_is_429(server_factory):

@@ -178,11 +178,12 @@ def test_pool_serves_creations_warm(server_factory):
     got = srv.get(f"/v1/sandboxes/{sid2}").json()
     assert got["limits"]["memory"] == 200 << 20 and got["limits"]["pids"] == 50
     limit = None
-    for cg in sf.execbox_cgroups():
-        if sid2 in cg and os.path.exists(os.path.join(cg, "memory.limit_in_bytes")):
-            with open(os.path.join(cg, "memory.limit_in_bytes")) as f:
-                limit = int(f.read())
-    assert limit in (None, 200 << 20), f"the claimed sandbox's memory limit is {limit}"
+    for cg in sf.sandbox_cgroups(srv, sid2):
+        for name in ("memory.limit_in_bytes", "memory.max"):
+            if os.path.exists(os.path.join(cg, name)):
+                with open(os.path.join(cg, name)) as f:
+                    limit = int(f.read())
+    assert limit == 200 << 20, f"the claimed sandbox's memory limit is {limit}, not the 200 MiB asked for"
     # A different disk size cannot come from the pool: a miss, still a working sandbox.
     sid3 = srv.create(limits={"disk": 64 << 20})["id"]
     m3 = srv.metrics()

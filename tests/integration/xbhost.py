@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import re
+import select
 import subprocess
 import threading
 import time
@@ -32,32 +33,39 @@ RUNTIME_DIR = "/run/execbox"
 # ---- other execbox servers on this machine ----
 
 class _ServeWatcher:
-    """Notes when an `execbox serve` starts anywhere on this host. Its start
-    kills every execbox cgroup on the machine (xb_cgroup_sys_reap_stale with
-    no exception, src/server/server.c), ours included: a run that dies of
-    SIGKILL while a server started was killed by it, not by what it tested,
-    and is run again. Remove this once the reaping is scoped to dead owners."""
+    """Notes when an `execbox serve` starts anywhere on this host. Before
+    693369d a server's start killed every execbox cgroup on the machine
+    (xb_cgroup_sys_reap_stale), ours included, and other suites on a shared
+    machine may still run such builds: a run that dies of SIGKILL (or fails
+    setup) while a server started was killed by it, not by what it tested,
+    and is run again. Remove this once no such builds are around."""
 
     def __init__(self):
         self.starts: list[float] = []
-        self._known: set[str] = set()
+        self._known: dict[str, float] = {}
+        self._served: set[str] = set()
+        for e in os.listdir("/proc"):        # already running: not a start
+            self._known[e] = float("-inf")
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="xb-serve-watcher", daemon=True)
         self._thread.start()
 
     def _scan(self):
+        now = time.monotonic()
         for e in os.listdir("/proc"):
-            if not e.isdigit() or e in self._known:
+            # A new pid is looked at for a second: right after fork its
+            # cmdline is still its parent's, until it execs.
+            if not e.isdigit() or now - self._known.setdefault(e, now) > 1.0 or e in self._served:
                 continue
-            self._known.add(e)
             try:
                 with open(f"/proc/{e}/cmdline", "rb") as f:
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
             if len(argv) > 1 and os.path.basename(argv[0]) == b"execbox" and argv[1] == b"serve":
+                self._served.add(e)
                 with self._lock:
-                    self.starts.append(time.monotonic())
+                    self.starts.append(now)
 
     def _run(self):
         while True:
@@ -79,7 +87,6 @@ def serve_watcher() -> _ServeWatcher:
     global _watcher
     if _watcher is None:
         _watcher = _ServeWatcher()
-        time.sleep(0.05)          # one scan, so pids alive now are known
     return _watcher
 
 
@@ -179,6 +186,22 @@ def _run_once(argv, json_mode, input, timeout, env, pass_fds) -> Result:
         assert len(lines) == 1, f"--json must print exactly one line; {res.describe()}"
         res.json = json.loads(lines[0])
     return res
+
+
+def read_lines(proc: subprocess.Popen, n: int, timeout: float = 10) -> list[str]:
+    """The first n lines a background execbox printed, read from the raw
+    pipe (select() and Python's buffered readline() do not mix)."""
+    fd = proc.stdout.fileno()
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while buf.count(b"\n") < n:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(left, 0))
+        assert ready, f"fewer than {n} lines within {timeout}s: {buf!r}"
+        chunk = os.read(fd, 65536)
+        assert chunk, f"EOF before {n} lines: {buf!r}"
+        buf += chunk
+    return buf.decode(errors="replace").split("\n")[:n]
 
 
 def probe_mount_args(probe: str) -> list[str]:
