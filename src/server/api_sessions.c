@@ -268,8 +268,8 @@ get_image(struct xb_req *r)
 
 /* ---- the seeds' plugin API: one default sandbox per token ---- */
 
-static struct xb_sbx *
-default_sandbox(struct xb_req *r)
+struct xb_sbx *
+xb_default_sandbox(struct xb_req *r)
 {
         struct xb_server *s = xb_req_app(r);
         int tenant = xb_req_tenant(r);
@@ -300,7 +300,7 @@ default_sandbox(struct xb_req *r)
 static struct xb_session *
 default_session(struct xb_req *r, struct xb_sbx **ret_x)
 {
-        struct xb_sbx *x = default_sandbox(r);
+        struct xb_sbx *x = xb_default_sandbox(r);
         struct xb_session *ss = NULL;
         struct xb_err err = { 0 };
         json_t *list;
@@ -371,7 +371,7 @@ dm_variable(struct xb_req *r)
 static void
 dm_image(struct xb_req *r)
 {
-        struct xb_sbx *x = default_sandbox(r);
+        struct xb_sbx *x = xb_default_sandbox(r);
 
         if (x)
                 serve_image(r, x, xb_req_param(r, 0));

@@ -42,6 +42,7 @@ struct xb_http {
         int listen_fd;
         char url[300];
         char unix_path[108];
+        bool loopback;                /* the bound address is loopback (or a unix socket) */
 };
 
 struct xb_req {
@@ -56,6 +57,7 @@ struct xb_req {
         enum xb_req_phase phase;
         int tenant;
         bool suspended, replied, dispatched, complete;
+        bool too_large;               /* the body passed body_max: 413 at the end */
         struct xb_req *susp_next, **susp_pprev;   /* in http->suspended while MHD holds it suspended */
         void *data;
         /* deferred replies */
@@ -283,6 +285,9 @@ on_client_gone(struct xb_io *io, uint32_t events)
         stop_watch(r);
         r->on_gone = NULL;
         r->replied = true;   /* nobody to reply to */
+        /* A stream's reader must end it, not park the connection again. */
+        if (r->stream)
+                r->stream->failed = true;
         if (cb)
                 cb(r, r->owner);
         /* Let MHD notice the closed socket and complete the request. */
@@ -801,7 +806,7 @@ local_origin(struct xb_req *r)
         }
         /* A unix socket or a non-loopback listener has no DNS-rebinding exposure
          * of this kind, but the Host check still applies on loopback. */
-        if (!xb_http_is_loopback(r->http->o.listen))
+        if (!r->http->loopback)
                 return origin_ok || !origin;
         return host_ok && origin_ok;
 }
@@ -987,12 +992,19 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                                 else
                                         r->sink_bytes += *upload_size;
                         }
-                } else if (xb_buf_append(&r->body, upload, *upload_size) < 0) {
-                        xb_reply_error(r, 413, "body_too_large",
-                                       "send less; put large data in a file with PUT /v1/sandboxes/{id}/files",
-                                       "the request body is over the limit of %zu bytes", h->o.body_max);
+                } else if (!r->too_large && xb_buf_append(&r->body, upload, *upload_size) < 0) {
+                        /* libmicrohttpd 0.9.75 cannot send a reply in the middle of a
+                         * body: drop the rest and answer once it is all in. */
+                        r->too_large = true;
+                        xb_buf_free(&r->body);
                 }
                 *upload_size = 0;
+                return MHD_YES;
+        }
+        if (r->too_large) {
+                xb_reply_error(r, 413, "body_too_large",
+                               "send less; put large data in a file with PUT /v1/sandboxes/{id}/files",
+                               "the request body is over the limit of %zu bytes", h->o.body_max);
                 return MHD_YES;
         }
         if (!r->dispatched) {
@@ -1166,13 +1178,41 @@ xb_req_cancel(struct xb_req *r)
 
 /* ---- listening ---- */
 
+static bool
+addr_is_loopback(const struct sockaddr *sa)
+{
+        if (sa->sa_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+        if (sa->sa_family == AF_INET6)
+                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+        return sa->sa_family == AF_UNIX;
+}
+
 bool
 xb_http_is_loopback(const char *listen)
 {
-        if (!listen)
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+        char host[256];
+        const char *colon;
+        bool all = true;
+
+        if (!listen || strncmp(listen, "unix:", 5) == 0)
                 return true;
-        return strncmp(listen, "unix:", 5) == 0 || strncmp(listen, "127.", 4) == 0 ||
-               strncmp(listen, "localhost:", 10) == 0 || strncmp(listen, "[::1]:", 6) == 0;
+        colon = strrchr(listen, ':');
+        if (!colon || (size_t)(colon - listen) >= sizeof(host))
+                return false;
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
+        if (host[0] == '[') {
+                memmove(host, host + 1, strlen(host));
+                host[strcspn(host, "]")] = '\0';
+        }
+        /* What the name resolves to, every address of it: "127.x.example" is not loopback. */
+        if (!host[0] || getaddrinfo(host, NULL, &hints, &ai) != 0)
+                return false;
+        for (struct addrinfo *a = ai; a; a = a->ai_next)
+                all = all && addr_is_loopback(a->ai_addr);
+        freeaddrinfo(ai);
+        return all;
 }
 
 static int
@@ -1199,6 +1239,7 @@ listen_on(struct xb_http *h, const char *spec, struct xb_err *err)
                 }
                 snprintf(h->unix_path, sizeof(h->unix_path), "%s", path);
                 snprintf(h->url, sizeof(h->url), "unix:%s", path);
+                h->loopback = true;
                 return fd;
         } else {
                 char host[256], port[16];
@@ -1231,6 +1272,7 @@ listen_on(struct xb_http *h, const char *spec, struct xb_err *err)
                 }
                 freeaddrinfo(ai);
                 getsockname(fd, (struct sockaddr *)&ss, &sl);
+                h->loopback = addr_is_loopback((struct sockaddr *)&ss);
                 {
                         char addr[INET6_ADDRSTRLEN] = "";
                         unsigned p = 0;

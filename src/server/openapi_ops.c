@@ -37,6 +37,18 @@
                  "{\"description\": \"The value as JSON when it converts, else null.\"}",                       \
                  "\"name\", \"type\", \"repr\", \"json\"")
 
+#define J_PANDORA_EXEC                                                                                           \
+        OBJ_OPEN("\"status\": {\"type\": \"string\"}, \"exit_code\": {\"type\": [\"integer\", \"null\"]}, "       \
+                 "\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"}, "                     \
+                 "\"duration_ms\": {\"type\": \"integer\"}, \"sandbox_id\": {\"type\": \"string\"}, "            \
+                 "\"hint\": {\"type\": \"string\", \"description\": \"Present when the command failed.\"}",       \
+                 "\"status\", \"exit_code\", \"stdout\", \"stderr\", \"sandbox_id\"")
+
+#define J_PANDORA_WRITE                                                                                          \
+        OBJ_OPEN("\"success\": {\"type\": \"boolean\"}, \"filePath\": {\"type\": \"string\"}, "                 \
+                 "\"size\": {\"type\": [\"integer\", \"null\"]}, \"sandbox_id\": {\"type\": \"string\"}",       \
+                 "\"success\", \"filePath\", \"sandbox_id\"")
+
 #define J_DANGERMODE                                                                                             \
         OBJ_OPEN("\"success\": {\"type\": \"boolean\"}, "                                                       \
                  "\"execute_result\": {\"type\": [\"object\", \"null\"], \"description\": \"The last line's "   \
@@ -254,6 +266,31 @@ const struct xb_op_def xb_op_defs[] = {
           .reply = JSON_REPLY("The variable.", J_VARIABLE) },
         { .method = "GET", .path = "/images/{image}", .id = "plugin_get_image", .tag = "plugin",
           .summary = "An image your default session displayed.", .reply = IMAGE_REPLY },
+
+        /* ---- Pandora's plugin routes (api_plugin.c) ---- */
+        { .method = "POST", .path = "/exec", .id = "plugin_exec", .tag = "plugin",
+          .summary = "Run a shell command in your default sandbox (Pandora's exec).", .errors = "409",
+          .description = "Runs `command` under bash in /home/user of the caller's default sandbox. With "
+                         "--require-guide the call is refused until guideFollowed is true: read GET /getGuide first. "
+                         "A command that fails comes back with a hint pointing to the guide.",
+          .body = JSON_BODY(OBJ_CLOSED("\"command\": {\"type\": \"string\", \"description\": \"A shell command line.\"}, "
+                                       "\"guideFollowed\": {\"type\": \"boolean\", \"description\": \"True once you "
+                                       "have read GET /getGuide.\"}", "\"command\"")),
+          .reply = JSON_REPLY("The command's result.", J_PANDORA_EXEC) },
+        { .method = "POST", .path = "/writeFile", .id = "plugin_write_file", .tag = "plugin",
+          .summary = "Write a file in your default sandbox (Pandora's writeFile).", .errors = "409 507",
+          .body = JSON_BODY(OBJ_CLOSED("\"filePath\": {\"type\": \"string\", \"description\": \"Absolute, or relative "
+                                       "to /home/user.\"}, \"content\": {\"type\": \"string\"}, \"force\": {\"type\": "
+                                       "\"boolean\", \"description\": \"Overwrite an existing file.\"}, "
+                                       "\"appendNewlineAtEOF\": {\"type\": \"boolean\", \"description\": \"End the file "
+                                       "with a newline (default true).\"}, \"permissions\": {\"type\": \"string\", "
+                                       "\"description\": \"Octal mode, e.g. 755.\"}", "\"filePath\", \"content\"")),
+          .reply = JSON_REPLY("Where the file went.", J_PANDORA_WRITE) },
+        { .method = "GET", .path = "/getGuide", .id = "plugin_get_guide", .tag = "plugin",
+          .summary = "The usage guide, for a model to read before its first command (Pandora's getGuide).",
+          .reply = "{\"description\": \"The guide, as markdown; as {\\\"guide\\\": text} with Accept: application/json.\", "
+                   "\"content\": {\"text/markdown\": {\"schema\": {\"type\": \"string\"}}, \"application/json\": "
+                   "{\"schema\": " OBJ_OPEN("\"guide\": {\"type\": \"string\"}", "\"guide\"") "}}}" },
 
         /* ---- MCP, Streamable HTTP (mcp_http.c) ---- */
         { .method = "POST", .path = "/mcp", .id = "mcp_message", .tag = "mcp", .sse = true,

@@ -729,6 +729,23 @@ xb_proc_forget(struct xb_proc *p)
         unlink_proc(p);
 }
 
+/* Keep at most XB_FINISHED_KEPT finished processes for reading: the oldest
+ * go first (the list is newest first), unless someone still waits on one. */
+static void
+prune_finished(struct xb_sbx *x)
+{
+        unsigned kept = 0;
+        struct xb_proc *p = x->procs, *next;
+
+        for (; p; p = next) {
+                next = p->next;
+                if (!p->finished || p->waiters)
+                        continue;
+                if (++kept > XB_FINISHED_KEPT)
+                        unlink_proc(p);
+        }
+}
+
 struct xb_proc *
 xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background, struct xb_err *err)
 {
@@ -743,6 +760,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 xb_err_msg(err, ESRCH, "the sandbox is gone");
                 return NULL;
         }
+        prune_finished(x);
         if (x->nprocs >= XB_PROCS_PER_SANDBOX) {
                 xb_err_msg(err, EAGAIN, "the sandbox has %u processes the server tracks, its limit; "
                            "delete finished ones with DELETE .../processes/{pid}", x->nprocs);

@@ -407,7 +407,10 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
         s->nsandboxes++;
         s->m.sandboxes_created++;
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
-        xb_timer_start(s->loop, &s->pool_timer, 0, pool_tick, s);
+        /* Refill a little later: a start costs a millisecond of the loop, and
+         * the client's first exec is probably on its way now. */
+        if (!s->pool_timer.active)
+                xb_timer_start(s->loop, &s->pool_timer, XB_POOL_REFILL_DELAY_MS, pool_tick, s);
         *ret = x;
         return 0;
 }

@@ -24,9 +24,9 @@
 #include "server/mcp.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[];
+        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
-        xb_api_nroutes_sessions, xb_api_nroutes_mcp;
+        xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -125,6 +125,7 @@ xb_server_routes(struct xb_route *out, size_t cap)
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes },
                 { xb_api_routes_files, xb_api_nroutes_files },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions },
+                { xb_api_routes_plugin, xb_api_nroutes_plugin },
                 { xb_api_routes_mcp, xb_api_nroutes_mcp },
         };
         size_t n = 0;

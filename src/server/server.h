@@ -24,6 +24,8 @@
 
 #define XB_SERVER_MAX_SANDBOXES_DEFAULT 2000
 #define XB_PROCS_PER_SANDBOX 256
+#define XB_FINISHED_KEPT 64           /* finished background processes kept for reading */
+#define XB_POOL_REFILL_DELAY_MS 50
 #define XB_TTL_DEFAULT_MS (15u * 60 * 1000)
 #define XB_TTL_MAX_MS (7ull * 24 * 3600 * 1000)
 
@@ -186,6 +188,8 @@ void xb_api_bad_request(struct xb_req *r, const struct xb_err *err, const char *
 /* The sandbox named by path parameter 0, or a 404 reply and NULL. */
 struct xb_sbx *xb_api_sandbox(struct xb_req *r);
 json_t *xb_api_result_json(const struct xb_result *res, pid_t pid);
+/* The plugin APIs' sandbox: one per tenant, made on first use; or a reply and NULL. */
+struct xb_sbx *xb_default_sandbox(struct xb_req *r);
 
 /* ---- entry point (server.c) ---- */
 /* The core without a front: engine, loop, signals, tokens, router (listening

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
+import re
 import socket
 import subprocess
 import threading
@@ -136,13 +136,13 @@ def test_initialize_lists_the_tools(mcp):
     tools = mcp.request("tools/list")["result"]["tools"]
     names = [t["name"] for t in tools]
     assert len(names) == 14 and "run_command" in names and "get_guide" in names, names
-    import re
     assert all(re.fullmatch(r"[A-Za-z0-9_./-]{1,64}", n) for n in names)
     assert mcp.request("ping")["result"] == {}
     assert mcp.request("logging/setLevel", {"level": "debug"})["result"] == {}
     prompts = mcp.request("prompts/list")["result"]["prompts"]
     assert [p["name"] for p in prompts] == ["execbox_guide"]
-    assert "get_guide" in json.dumps(mcp.request("prompts/get", {"name": "execbox_guide"})["result"]) or True
+    guide = mcp.request("prompts/get", {"name": "execbox_guide"})["result"]["messages"][0]["content"]["text"]
+    assert "execbox" in guide and "run_command" in guide, guide[:300]
 
 
 def test_malformed_json_rpc(mcp):
