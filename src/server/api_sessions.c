@@ -74,7 +74,7 @@ create_session(struct xb_req *r)
                 reply_session_error(r, &err);
                 return;
         }
-        xb_reply_json(r, 201, xb_session_json(ss));
+        xb_session_reply_started(ss, r);
 }
 
 static void

@@ -178,7 +178,7 @@ xb_req_query(const struct xb_req *r, const char *name, int *err)
                 return NULL;
         if (!v)
                 return "";
-        if (memchr(v, '\0', len) || memchr(v, 0xff, len)) {
+        if (memchr(v, '\0', len) || memmem(v, len, "\xc0\x80", 2)) {
                 if (err)
                         *err = -EINVAL;
                 return NULL;
@@ -285,9 +285,11 @@ on_client_gone(struct xb_io *io, uint32_t events)
         stop_watch(r);
         r->on_gone = NULL;
         r->replied = true;   /* nobody to reply to */
-        /* A stream's reader must end it, not park the connection again. */
+        /* A stream's reader must end it, not park the connection again: a
+         * clean end of stream lets libmicrohttpd close the connection the
+         * usual way (an error return leaves it half-closed, see fd_reader). */
         if (r->stream)
-                r->stream->failed = true;
+                r->stream->ended = true;
         if (cb)
                 cb(r, r->owner);
         /* Let MHD notice the closed socket and complete the request. */
@@ -904,7 +906,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                         if (match(rt->pattern, url, r->params, r->scratch, cap))
                                 r->route = rt;
                 }
-                if (strchr(url, (char)0xff)) {
+                if (strstr(url, "\xc0\x80")) {
                         xb_reply_error(r, 400, "invalid_path", "remove the NUL byte (%00) from the URL",
                                        "the URL path contains a NUL byte");
                         return MHD_YES;
@@ -1023,9 +1025,11 @@ hexval(char ch)
 }
 
 /* Percent-decoding for paths and query values, as MHD's own except that a
- * decoded NUL becomes 0xFF (never valid UTF-8): MHD hands the path to the
- * access handler as a C string, where a NUL would silently cut it short.
- * Handlers refuse both bytes with a precise error. */
+ * decoded NUL becomes C0 80, the overlong form of NUL (never valid UTF-8,
+ * and two bytes where "%00" was three): MHD hands the path to the access
+ * handler as a C string, where a real NUL would silently cut it short. The
+ * path and query checks refuse that pair, which a client can also only
+ * send to smuggle a NUL. */
 static size_t
 unescape(void *cls, struct MHD_Connection *conn, char *s)
 {
@@ -1039,7 +1043,12 @@ unescape(void *cls, struct MHD_Connection *conn, char *s)
                 if (in[0] == '%' && (hi = hexval(in[1])) >= 0 && (lo = hexval(in[2])) >= 0) {
                         int v = hi * 16 + lo;
 
-                        *out++ = v ? (char)v : (char)0xff;
+                        if (v) {
+                                *out++ = (char)v;
+                        } else {
+                                *out++ = (char)0xc0;
+                                *out++ = (char)0x80;
+                        }
                         in += 2;
                 } else
                         *out++ = *in;

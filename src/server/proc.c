@@ -76,6 +76,7 @@ struct xb_proc {
 };
 
 static void finish(struct xb_proc *p);
+static void prune_finished(struct xb_sbx *x);
 static void notify_readers(struct xb_proc *p);
 
 bool
@@ -623,6 +624,8 @@ finish(struct xb_proc *p)
         /* An exec answered in full has nothing left to read: forget it. */
         if (!p->background)
                 unlink_proc(p);
+        else
+                prune_finished(p->sbx);
 }
 
 void

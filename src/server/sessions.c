@@ -27,6 +27,7 @@
 #define CELL_IMAGES_MAX 32
 #define INTERRUPT_GRACE_MS 3000
 #define QUEUE_MAX 8
+#define START_WAIT_MS 60000
 
 extern const char xb_python_driver[], xb_node_driver[];
 
@@ -42,10 +43,11 @@ struct cell {
         struct xb_stream *stream;
         json_t *outputs;
         size_t returned;               /* outputs already sent by a soft-timeout reply */
-        uint64_t start_ms, timeout_ms, yield_ms, output_limit;
+        uint64_t start_ms, end_ms, timeout_ms, yield_ms, output_limit;
         uint64_t stream_bytes, dropped;
         unsigned images;
         bool timed_out, done;
+        bool yielded;                  /* answered "running" once: keep the end for a wait */
         bool dangermode;               /* reply in dangermode's shape */
         json_t *exit_code, *cwd;       /* bash sessions */
         char status[16];
@@ -75,8 +77,11 @@ struct xb_session {
         uint64_t next_id;
         int exec_count;
         struct cell *cell, *queue;
+        struct cell *finished;         /* ended after a "running" reply, unseen: for the next wait */
         unsigned nqueue;
         struct var_req *vars;
+        struct xb_req *start_req;      /* a create that waits for a kernel to start */
+        struct xb_timer start_timer;
         char death[240];
         uint64_t started_ms;
 };
@@ -303,7 +308,8 @@ cell_json(struct cell *c, const char *status, bool only_new)
                         json_array_append(outs, o);
         c->returned = json_array_size(c->outputs);
         o = json_pack("{s:s,s:i,s:I,s:o,s:s}", "status", status, "execution_count", c->ss->exec_count, "duration_ms",
-                      (json_int_t)(xb_now_ms() - c->start_ms), "outputs", outs, "session_id", c->ss->id);
+                      (json_int_t)((c->end_ms ? c->end_ms : xb_now_ms()) - c->start_ms), "outputs", outs,
+                      "session_id", c->ss->id);
         if (c->dropped)
                 json_object_set_new(o, "output_dropped_bytes", json_integer((json_int_t)c->dropped));
         if (c->exit_code)
@@ -336,6 +342,8 @@ cell_gone(struct xb_req *r, void *owner)
 static void
 cell_reply(struct cell *c, const char *status)
 {
+        if ((c->stream || c->req) && !strcmp(status, "running"))
+                c->yielded = true;
         if (c->stream) {
                 json_t *o = cell_json(c, status, true);
 
@@ -366,6 +374,7 @@ static void
 cell_finish(struct cell *c, const char *status)
 {
         struct xb_session *ss = c->ss;
+        bool waited;
 
         if (c->done)
                 return;
@@ -377,10 +386,24 @@ cell_finish(struct cell *c, const char *status)
                          "%llu-byte limit]\n", (unsigned long long)c->dropped, (unsigned long long)c->output_limit);
                 json_array_append_new(c->outputs, json_pack("{s:s,s:s,s:s}", "type", "stream", "name", "stderr", "text", note));
         }
+        c->end_ms = xb_now_ms();
+        waited = c->req || c->stream;
         cell_reply(c, status);
         if (ss->cell == c)
                 ss->cell = NULL;
-        cell_free(c);
+        if (c->yielded && !waited) {
+                /* Someone saw "running" and will POST .../wait for the end:
+                 * keep what they have not seen, and the status. */
+                xb_timer_stop(&c->hard);
+                xb_timer_stop(&c->soft);
+                xb_timer_stop(&c->grace);
+                xb_timer_stop(&c->wait);
+                snprintf(c->status, sizeof(c->status), "%s", status);
+                if (ss->finished)
+                        cell_free(ss->finished);
+                ss->finished = c;
+        } else
+                cell_free(c);
         if (ss->state == SS_BUSY)
                 ss->state = SS_IDLE;
         start_next(ss);
@@ -460,9 +483,19 @@ add_output(struct cell *c, json_t *o)
                 json_t *prev = last ? json_array_get(c->outputs, last - 1) : NULL;
 
                 if (c->stream_bytes + n > c->output_limit) {
-                        c->dropped += n;
-                        json_decref(o);
-                        return;
+                        /* Keep the head up to the limit (whole UTF-8 characters), drop the rest. */
+                        const char *t = json_string_value(json_object_get(o, "text"));
+                        size_t room = c->output_limit > c->stream_bytes ? c->output_limit - c->stream_bytes : 0;
+
+                        while (room && ((unsigned char)t[room] & 0xC0) == 0x80)
+                                room--;
+                        c->dropped += n - room;
+                        if (!room) {
+                                json_decref(o);
+                                return;
+                        }
+                        json_object_set_new(o, "text", json_stringn(t, room));
+                        n = room;
                 }
                 c->stream_bytes += n;
                 if (c->stream)
@@ -480,7 +513,9 @@ add_output(struct cell *c, json_t *o)
                         return;
                 }
         } else if (c->stream)
-                xb_stream_event(c->stream, type ? type : "output", json_incref(o));
+                /* The stream's last event is named result: a cell's value is execute_result, as in Jupyter. */
+                xb_stream_event(c->stream, !type ? "output" : !strcmp(type, "result") ? "execute_result" : type,
+                                json_incref(o));
         json_array_append_new(c->outputs, o);
         if (c->yield_ms && !c->done)
                 xb_timer_start(c->ss->sbx->srv->loop, &c->soft, c->yield_ms, on_soft, c);
@@ -551,6 +586,58 @@ clean_traceback(json_t *tb)
         return out;
 }
 
+/* Answer a create that waited for the interpreter: the session once it is
+ * ready (or still starting after START_WAIT_MS), or why it could not start. */
+static void
+start_reply(struct xb_session *ss)
+{
+        struct xb_req *r = ss->start_req;
+
+        if (!r)
+                return;
+        ss->start_req = NULL;
+        xb_timer_stop(&ss->start_timer);
+        if (ss->state != SS_DEAD)
+                xb_reply_json(r, 201, xb_session_json(ss));
+        else if (!strncmp(ss->death, "no such kernel", 14))
+                xb_reply_error(r, 400, "unknown_language",
+                               "use \"python\", \"bash\", \"javascript\", or one of the installed Jupyter kernels "
+                               "named here (`jupyter kernelspec list` in the sandbox)", "%s", ss->death);
+        else
+                xb_reply_error(r, 503, "session_failed", "retry, or use another language",
+                               "the interpreter did not start: %s", ss->death);
+}
+
+static void
+start_gone(struct xb_req *r, void *owner)
+{
+        struct xb_session *ss = owner;
+
+        (void)r;
+        ss->start_req = NULL;
+        xb_timer_stop(&ss->start_timer);
+}
+
+static void
+start_timeout(struct xb_timer *t)
+{
+        start_reply(t->data);
+}
+
+void
+xb_session_reply_started(struct xb_session *ss, struct xb_req *req)
+{
+        /* The built-in drivers always start; a Jupyter kernel's name is
+         * checked by its driver, so wait for it to answer. */
+        if (ss->state != SS_STARTING || strcmp(ss->mode, "jupyter") || ss->start_req) {
+                xb_reply_json(req, 201, xb_session_json(ss));
+                return;
+        }
+        ss->start_req = req;
+        xb_req_suspend(req, start_gone, ss);
+        xb_timer_start(ss->sbx->srv->loop, &ss->start_timer, START_WAIT_MS, start_timeout, ss);
+}
+
 static struct var_req *
 find_var(struct xb_session *ss, uint64_t id)
 {
@@ -596,6 +683,7 @@ handle_event(struct xb_session *ss, json_t *ev)
         if (strcmp(type, "ready") == 0) {
                 if (ss->state == SS_STARTING) {
                         ss->state = SS_IDLE;
+                        start_reply(ss);
                         start_next(ss);
                 }
                 return true;
@@ -757,6 +845,11 @@ session_died(struct xb_session *ss, const char *why)
         close_io(&ss->out_io, &ss->out_fd);
         close_io(&ss->err_io, &ss->err_fd);
         fail_waiters(ss, "dead");
+        if (ss->start_req) {
+                /* Its create is still waiting: the session never was. */
+                start_reply(ss);
+                xb_session_delete(ss);
+        }
 }
 
 static const char *
@@ -917,6 +1010,12 @@ xb_session_claim_warm(struct xb_sbx *x, const char *language)
 {
         for (struct xb_session *ss = x->sessions; ss; ss = ss->next)
                 if (ss->warm && !ss->claimed && ss->state != SS_DEAD && !strcmp(ss->language, language)) {
+                        if (x->env && x->env[0]) {
+                                /* Started in the pool, before the sandbox got its
+                                 * environment: it would not see it. */
+                                xb_session_delete(ss);
+                                return NULL;
+                        }
                         ss->claimed = true;
                         return ss;
                 }
@@ -996,6 +1095,10 @@ xb_session_run(struct xb_session *ss, struct xb_req *req, const char *code, uint
         } else
                 xb_req_suspend(req, cell_gone, c);
         xb_sbx_touch(ss->sbx, 0);
+        if (ss->finished) {   /* a new cell: the end of the last one is no longer waited for */
+                cell_free(ss->finished);
+                ss->finished = NULL;
+        }
         if (ss->state == SS_IDLE && !ss->cell)
                 begin(ss, c);
         else {
@@ -1023,6 +1126,15 @@ xb_session_wait(struct xb_session *ss, struct xb_req *req, uint64_t timeout_ms)
 {
         struct cell *c = ss->cell;
 
+        if (!c && ss->finished) {
+                /* The cell ended after its "running" reply: its end, once. */
+                struct cell *f = ss->finished;
+
+                ss->finished = NULL;
+                xb_reply_json(req, 200, cell_json(f, f->status, true));
+                cell_free(f);
+                return;
+        }
         if (!c) {
                 xb_reply_json(req, 200, json_pack("{s:s,s:i,s:[],s:s}", "status", "idle", "execution_count",
                                                   ss->exec_count, "outputs", "session_id", ss->id));
@@ -1091,6 +1203,8 @@ session_free(void *data)
 {
         struct xb_session *ss = data;
 
+        if (ss->finished)
+                cell_free(ss->finished);
         xb_buf_free(&ss->inbuf);
         xb_buf_free(&ss->line);
         xb_buf_free(&ss->errtail);
@@ -1103,6 +1217,14 @@ xb_session_delete(struct xb_session *ss)
 {
         struct xb_sbx *x = ss->sbx;
 
+        if (ss->start_req) {
+                struct xb_req *r = ss->start_req;
+
+                ss->start_req = NULL;
+                xb_timer_stop(&ss->start_timer);
+                xb_reply_error(r, 410, "session_deleted", "create the session again",
+                               "the session was deleted before its interpreter started");
+        }
         session_died(ss, "the session was deleted");
         for (struct xb_session **pp = &x->sessions; *pp; pp = &(*pp)->next)
                 if (*pp == ss) {
@@ -1117,8 +1239,15 @@ void
 xb_session_restart(struct xb_session *ss)
 {
         struct xb_err err = { 0 };
+        struct xb_req *waiting = ss->start_req;
 
+        ss->start_req = NULL;   /* it waits for the new interpreter instead */
         session_died(ss, "the session was restarted");
+        ss->start_req = waiting;
+        if (ss->finished) {
+                cell_free(ss->finished);
+                ss->finished = NULL;
+        }
         ss->exec_count = 0;
         ss->next_id = 0;
         if (spawn_driver(ss, &err) < 0)

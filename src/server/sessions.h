@@ -34,6 +34,9 @@ void xb_session_mark_warm(struct xb_session *ss);
 /* An idle pre-started session of this language nobody has claimed yet. */
 struct xb_session *xb_session_claim_warm(struct xb_sbx *x, const char *language);
 json_t *xb_session_json(const struct xb_session *ss);
+/* Reply 201 with a new session; for a Jupyter kernel, once it has started
+ * (an unknown kernel name: 400 unknown_language, and the session is gone). */
+void xb_session_reply_started(struct xb_session *ss, struct xb_req *req);
 json_t *xb_session_list_json(struct xb_sbx *x);
 enum xb_cell_reply { XB_CELL_JSON, XB_CELL_SSE, XB_CELL_DANGERMODE };
 

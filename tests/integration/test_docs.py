@@ -48,7 +48,7 @@ TOOLS = {
     "get_guide": set(),
 }
 
-PUBLIC = ["/healthz", "/readyz", "/openapi.json", "/.well-known/ai-plugin.json", "/v1/guide", "/logo.png"]
+PUBLIC = ["/healthz", "/readyz", "/openapi.json", "/.well-known/ai-plugin.json", "/v1/guide", "/logo.png", "/getGuide"]
 TOKEN = "docs-test-token-0123456789abcdef"
 
 # Redocly's strictest built-in ruleset: every rule that warns in

@@ -506,7 +506,7 @@ Test(wire_socket, send_refuses_out_of_bounds)
 static void
 too_many(size_t nsend, int cmsgs, bool with_array)
 {
-        int sv[2], fds[16], got[XB_MSG_MAXFDS] = { -1, -1, -1, -1 };
+        int sv[2], fds[64], got[XB_MSG_MAXFDS] = { -1, -1, -1, -1 };
         size_t nfds = 99;
         int before, after;
 
@@ -534,9 +534,9 @@ too_many(size_t nsend, int cmsgs, bool with_array)
 Test(wire_socket, too_many_fds_rejected_without_leak)
 {
         too_many(XB_MSG_MAXFDS + 1, 1, true);
-        too_many(8, 1, true);
-        too_many(16, 1, true);
-        too_many(6, 2, true);
+        too_many(XB_MSG_MAXFDS * 2, 1, true);
+        too_many(XB_MSG_MAXFDS * 4, 1, true);
+        too_many(XB_MSG_MAXFDS + 2, 2, true);
 }
 
 Test(wire_socket, fds_without_an_array_rejected_without_leak)
