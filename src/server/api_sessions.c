@@ -41,8 +41,10 @@ reply_session_error(struct xb_req *r, const struct xb_err *err)
         if (err->code == EINVAL)
                 xb_api_bad_request(r, err, "use \"python\", \"bash\", \"javascript\", or a Jupyter kernel name "
                                    "(see `jupyter kernelspec list` in the sandbox)");
-        else if (err->code == EAGAIN)
+        else if (err->code == ENOSPC)
                 xb_reply_error(r, 429, "too_many_sessions", "delete sessions you no longer need", "%s", err->msg);
+        else if (err->code == EAGAIN)
+                xb_reply_error(r, 503, "sandbox_busy", "retry in a moment", "%s", err->msg);
         else
                 xb_reply_error(r, 500, "session_failed", "retry, or create a new sandbox", "%s", err->msg);
 }

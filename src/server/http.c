@@ -288,8 +288,10 @@ on_client_gone(struct xb_io *io, uint32_t events)
         /* A stream's reader must end it, not park the connection again: a
          * clean end of stream lets libmicrohttpd close the connection the
          * usual way (an error return leaves it half-closed, see fd_reader). */
-        if (r->stream)
+        if (r->stream) {
                 r->stream->ended = true;
+                shutdown(io->fd, SHUT_RDWR);
+        }
         if (cb)
                 cb(r, r->owner);
         /* Let MHD notice the closed socket and complete the request. */

@@ -956,7 +956,7 @@ xb_session_start(struct xb_sbx *x, const char *language, bool preload, struct xb
         struct xb_session *ss;
 
         if (x->nsessions >= XB_SESSIONS_PER_SANDBOX) {
-                xb_err_msg(err, EAGAIN, "a sandbox has at most %d sessions; delete one first", XB_SESSIONS_PER_SANDBOX);
+                xb_err_msg(err, ENOSPC, "a sandbox has at most %d sessions; delete one first", XB_SESSIONS_PER_SANDBOX);
                 return NULL;
         }
         if (!language || !*language || strlen(language) > 60 || strspn(language, "abcdefghijklmnopqrstuvwxyz"
