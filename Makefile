@@ -29,7 +29,7 @@ CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 POLICY_SRC := src/sandbox/seccomp_policy.c
 LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c src/server/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
-INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/sandbox/landlock.c src/base/err.c
+INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/sandbox/execspec.c src/base/err.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -1,5 +1,6 @@
 /* execbox: a code-execution sandbox for AI agents. This file only picks the
  * subcommand. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +26,11 @@ usage(FILE *f)
 int
 main(int argc, char **argv)
 {
+        /* Fds 0-2 are always open from here on, so no descriptor we create
+         * (a pipe to a sandbox, the server's socket) lands on them. */
+        for (int fd = 0; fd < 3; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+                        return 125;
         if (argc < 2) {
                 usage(stderr);
                 return 2;

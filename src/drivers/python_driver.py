@@ -15,6 +15,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else 'python'
 ARG = sys.argv[2] if len(sys.argv) > 2 else ''
 ANSI = re.compile(r'\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]')
 MAIN = threading.get_ident()
+PID = os.getpid()
 IDLE_MAX = 1 << 20
 
 # Private copies of the pipes (dup() is close-on-exec); fds 0-2 become the
@@ -74,7 +75,16 @@ def crit_exit():
         raise KeyboardInterrupt
 
 
+def leave_if_copy():
+    """A fork of the driver made by user code (os.fork, multiprocessing) may
+    run user code, but never speaks the protocol or drains the captured
+    output: back in the driver's code, it ends."""
+    if os.getpid() != PID:
+        os._exit(0)
+
+
 def emit(o):
+    leave_if_copy()
     main = threading.get_ident() == MAIN
     if main:
         S.crit += 1
@@ -298,6 +308,7 @@ def pump():
 
 
 def flush_streams():
+    leave_if_copy()
     S.crit += 1
     try:
         for f in (sys.stdout, sys.stderr):
@@ -312,13 +323,105 @@ def flush_streams():
         crit_exit()
 
 
+def end_copies():
+    """After an interrupted cell: end the forked copies of the driver that
+    are still running user code, such as a fork bomb's copies born after the
+    SIGINT. Stop them until a scan finds none running (so none can fork),
+    then kill them, and reap our own, the dead ones too (zombies count
+    against the sandbox's pids limit). Processes the cell started with exec
+    (servers, subprocesses) have another command line and are left alone."""
+    try:
+        with open('/proc/self/cmdline', 'rb') as f:
+            mine = f.read()
+        with open('/proc/self/comm') as f:
+            comm = '(%s)' % f.read().strip()
+    except OSError:
+        return
+    me, stopped, ours = str(PID), set(), set()
+    for _ in range(200):
+        found = False
+        for d in os.listdir('/proc'):
+            if not d.isdigit() or int(d) == PID or int(d) in stopped:
+                continue
+            try:
+                with open('/proc/%s/stat' % d) as f:
+                    st = f.read()
+                head, tail = st[:st.rindex(')') + 1], st[st.rindex(')') + 2:].split()
+                state, ppid, pgrp = tail[0], tail[1], tail[2]
+                if pgrp != me:
+                    continue
+                if state == 'Z':  # a copy that ended; ours to reap if we forked it
+                    if ppid == me and head.endswith(comm):
+                        ours.add(int(d))
+                    continue
+                with open('/proc/%s/cmdline' % d, 'rb') as f:
+                    if f.read() != mine:
+                        continue
+                os.kill(int(d), signal.SIGSTOP)
+            except (OSError, ValueError, IndexError):
+                continue
+            stopped.add(int(d))
+            if ppid == me:
+                ours.add(int(d))
+            found = True
+        if not found:
+            break
+    for p in stopped:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    for p in ours:
+        try:
+            os.waitpid(p, 0)
+        except OSError:
+            pass
+    if stopped:
+        diag('ended %d forked copies of the driver left running by the interrupted cell' % len(stopped))
+
+
 def on_sigint_python(sig, frame):
+    if os.getpid() != PID:  # a forked copy (see leave_if_copy) ends at once
+        os._exit(128 + signal.SIGINT)
     if S.running:
         S.interrupt = True
         if S.crit:
             S.pending = True
         else:
             raise KeyboardInterrupt
+
+
+def on_unraisable(u):
+    """Python drops an exception raised where it cannot propagate, such as
+    in an at-fork callback: logging's runs after every os.fork(), and a
+    SIGINT that came during the fork is handled right there. Lost, the
+    KeyboardInterrupt would leave a fork loop running; raise it again at
+    the next line of the code that is running (the cell's, usually)."""
+    if not (isinstance(u.exc_value, KeyboardInterrupt) and S.running and os.getpid() == PID
+            and threading.get_ident() == MAIN):
+        sys.__unraisablehook__(u)
+        return
+    marked = []
+    f = sys._getframe(1)
+    while f is not None:
+        marked.append(f)
+        f = f.f_back
+
+    def disarm():
+        sys.settrace(None)
+        for m in marked:
+            m.f_trace = None
+
+    def tracer(frame, event, arg):
+        if event == 'line' and any(frame is m for m in marked):
+            disarm()
+            if S.running:
+                raise KeyboardInterrupt
+        return None
+
+    for m in marked:
+        m.f_trace = tracer
+    sys.settrace(lambda frame, event, arg: None)  # f_trace only runs while tracing is on
 
 
 def no_input(*a, **k):
@@ -376,6 +479,8 @@ def python_main():
             except Exception:
                 ev = '<unprintable %s>' % getattr(etype, '__name__', 'exception')
             tb = stb if isinstance(stb, list) else [str(stb)]
+            # The KeyboardInterrupt is raised by our SIGINT handler: not the user's frame.
+            tb = [t for t in tb if 'in on_sigint_python' not in t]
             error(S.cur, getattr(etype, '__name__', str(etype)), ev, tb)
 
     cfg = Config()
@@ -393,6 +498,7 @@ def python_main():
         except Exception:
             pass
     signal.signal(signal.SIGINT, on_sigint_python)
+    sys.unraisablehook = on_unraisable
     threading.Thread(target=pump, name='xb-pump', daemon=True).start()
 
     def count():
@@ -420,6 +526,8 @@ def python_main():
             S.running = S.pending = False
         shell.exit_now = False
         flush_streams()
+        if status == 'interrupted':
+            end_copies()
         finish(rid, status, count())
 
     def variable(rid, name):

@@ -1,11 +1,11 @@
 /* The sandbox init's main loop. See init.h. */
 #define _GNU_SOURCE
 #include "init.h"
-#include "sandbox/landlock.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -66,21 +66,22 @@ handle(const uint8_t *buf, size_t len, int *fds, size_t nfds)
                 close(fds[i]);
 }
 
-/* Landlock first: argv[1..] are the writable places (the setup child cannot
- * apply it, or it could not exec this image). Best effort per landlock(7). */
+/* "--first=PID:TAG:LAST": a one-shot command the setup child started
+ * before exec'ing us; it is our child already. Reap once in case it has
+ * exited (its SIGCHLD came before the signalfd existed). */
 static void
-confine(int argc, char **argv)
+adopt_first(int argc, char **argv)
 {
-        struct xb_landlock_path paths[40];
-        struct xb_err err;
-        size_t n = 0;
+        for (int i = 1; i < argc; i++) {
+                unsigned long pid, tag, last;
+                char tail;
 
-        paths[n++] = (struct xb_landlock_path){ "/dev/shm", 1 };
-        for (int i = 1; i < argc && n < sizeof(paths) / sizeof(paths[0]); i++)
-                paths[n++] = (struct xb_landlock_path){ argv[i], 1 };
-        if (xb_landlock_apply(paths, n, &err) < 0) {
-                xb_init_error(0, err.code, err.msg);
-                _exit(73);
+                if (strncmp(argv[i], "--first=", 8) != 0 ||
+                    sscanf(argv[i] + 8, "%lu:%lu:%lu%c", &pid, &tag, &last, &tail) != 3 || pid < 2 ||
+                    pid > 4194304 || tag > UINT32_MAX)
+                        continue;
+                xb_init_adopt((pid_t)pid, (uint32_t)tag, last != 0);
+                xb_init_reap();
         }
 }
 
@@ -106,12 +107,12 @@ main(int argc, char **argv)
         sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0)
                 return 71;
-        confine(argc, argv);
 
         xb_msgw_init(&w, buf, sizeof(buf), XB_EV_READY, 0);
         xb_msgw_u64(&w, XB_K_VERSION, XB_PROTO_VERSION);
         xb_msgw_u64(&w, XB_K_PID, (uint64_t)getpid());
         xb_init_send(&w, NULL, 0);
+        adopt_first(argc, argv);
 
         pfd[0] = (struct pollfd){ .fd = XB_INIT_SOCK, .events = POLLIN };
         pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };

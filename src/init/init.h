@@ -1,5 +1,6 @@
-/* The sandbox init: pid 1 of every sandbox, a small static program exec'd
- * from a sealed memfd.
+/* The sandbox init: pid 1 of every sandbox, a small static program the
+ * setup child execs once the sandbox is confined (seccomp and Landlock
+ * apply to init as to every command).
  *
  * Theory of operation. fd 3 is a SOCK_SEQPACKET socket to the daemon; it is
  * the only fd init inherits besides /dev/null on 0-2. Init announces itself
@@ -9,9 +10,12 @@
  * command or its process group, FILE does a file operation as the sandbox
  * user (init_files.c). SIGCHLD comes through a signalfd; init reaps
  * every zombie in the namespace and reports the exit of the commands it
- * spawned. When the socket closes, init exits and the kernel kills the rest
+ * spawned. A one-shot run's command may already be running when init
+ * starts: the setup child forked it (argv "--first=PID:TAG:LAST") and init
+ * adopts it. When the socket closes, init exits and the kernel kills the rest
  * of the pid namespace. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,6 +39,9 @@ void xb_init_error(uint32_t tag, int errnum, const char *stage);
 void xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds);
 void xb_init_signal(const struct xb_msgr *r);
 void xb_init_reap(void);
+/* Track a child init did not fork itself: a one-shot run's command, which
+ * the setup child started before exec'ing init (argv --first). */
+void xb_init_adopt(pid_t pid, uint32_t tag, bool last);
 
 /* init_files.c: one XB_REQ_FILE, answered with XB_EV_FILE; closes fds. */
 void xb_init_file(const struct xb_msgr *r, int *fds, size_t nfds);

@@ -1,11 +1,13 @@
 /* Spawning commands inside the sandbox, signalling and reaping them. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -16,6 +18,7 @@
 #include <linux/close_range.h>
 
 #include "init.h"
+#include "sandbox/execspec.h"
 
 #define MAX_STRS 8192
 
@@ -27,127 +30,33 @@ static char arena[XB_MSG_MAX + MAX_STRS];
 static char *argv_[MAX_STRS / 2 + 1];
 static char *envp_[MAX_STRS / 2 + 1];
 
-struct spawn_req {
-        const char *cwd;
-        const char *path;     /* PATH from the request's environment */
-        uint64_t uid, gid, flags;
-        uint64_t rl_cpu, rl_fsize, rl_nofile;
-};
-
 struct exec_error {
         int err;
         char stage[60];
 };
 
 static void __attribute__((noreturn))
-child_fail(int pipefd, int err, const char *stage)
+child(const struct xb_exec_spec *q, int pipefd)
 {
-        struct exec_error e = { .err = err };
+        struct exec_error e = { 0 };
+        const char *stage = "spawn";
 
+        e.err = xb_exec_child(q, &stage);
         snprintf(e.stage, sizeof(e.stage), "%s", stage);
         if (write(pipefd, &e, sizeof(e)) < 0)
                 _exit(126);
         _exit(127);
 }
 
-/* execvpe with the PATH of the request, not of init. */
 static int
-exec_path(const char *file, const char *path)
-{
-        char buf[PATH_MAX];
-        int saw_eacces = 0;
-
-        if (strchr(file, '/')) {
-                execve(file, argv_, envp_);
-                return errno;
-        }
-        if (!path)
-                path = "/usr/local/bin:/usr/bin:/bin";
-        for (const char *p = path;; ) {
-                const char *end = strchrnul(p, ':');
-                size_t dlen = (size_t)(end - p);
-
-                if (dlen + strlen(file) + 2 <= sizeof(buf)) {
-                        if (dlen == 0)
-                                snprintf(buf, sizeof(buf), "%s", file);
-                        else
-                                snprintf(buf, sizeof(buf), "%.*s/%s", (int)dlen, p, file);
-                        execve(buf, argv_, envp_);
-                        if (errno == EACCES)
-                                saw_eacces = 1;
-                        else if (errno != ENOENT && errno != ENOTDIR)
-                                return errno;
-                }
-                if (!*end)
-                        break;
-                p = end + 1;
-        }
-        return saw_eacces ? EACCES : ENOENT;
-}
-
-static void __attribute__((noreturn))
-child(const struct spawn_req *q, const int *std, int pipefd)
-{
-        sigset_t all;
-        struct rlimit rl;
-        int e;
-
-        sigemptyset(&all);
-        sigprocmask(SIG_SETMASK, &all, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        if ((q->flags & XB_SPAWN_NEWSESSION) && setsid() < 0)
-                child_fail(pipefd, errno, "setsid");
-        for (int i = 0; i < 3; i++) {
-                int fd = std[i];
-
-                if (fd < 0) {
-                        fd = open("/dev/null", i == 0 ? O_RDONLY : O_WRONLY);
-                        if (fd < 0)
-                                child_fail(pipefd, errno, "open /dev/null");
-                }
-                if (fd != i && dup2(fd, i) < 0)
-                        child_fail(pipefd, errno, "set up stdio");
-        }
-        /* Only 0-2 survive the exec; the error pipe lives until then. */
-        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-        rl = (struct rlimit){ 0, 0 };
-        setrlimit(RLIMIT_CORE, &rl);
-        if (q->rl_cpu) {
-                rl = (struct rlimit){ q->rl_cpu, q->rl_cpu + 1 };
-                setrlimit(RLIMIT_CPU, &rl);
-        }
-        if (q->rl_fsize) {
-                rl = (struct rlimit){ q->rl_fsize, q->rl_fsize };
-                setrlimit(RLIMIT_FSIZE, &rl);
-        }
-        if (q->rl_nofile) {
-                rl = (struct rlimit){ q->rl_nofile, q->rl_nofile };
-                setrlimit(RLIMIT_NOFILE, &rl);
-        }
-        umask(022);
-        if (q->uid != 0 || q->gid != 0) {
-                gid_t g = (gid_t)q->gid;
-
-                /* Leaving uid 0 empties the permitted and effective sets. */
-                if (setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 ||
-                    setresuid((uid_t)q->uid, (uid_t)q->uid, (uid_t)q->uid) < 0)
-                        child_fail(pipefd, errno, "switch user");
-        }
-        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-        if (chdir(q->cwd ? q->cwd : "/") < 0)
-                child_fail(pipefd, errno, "working directory");
-        e = exec_path(argv_[0], q->path);
-        child_fail(pipefd, e, "exec");
-}
-
-static int
-parse(const struct xb_msgr *r, struct spawn_req *q)
+parse(const struct xb_msgr *r, struct xb_exec_spec *q, uint64_t *flags)
 {
         size_t cur = 0, used = 0, na = 0, ne = 0;
         struct xb_field f;
 
         memset(q, 0, sizeof(*q));
-        q->flags = XB_SPAWN_NEWSESSION;
+        q->std[0] = q->std[1] = q->std[2] = -1;
+        *flags = XB_SPAWN_NEWSESSION;
         while (xb_msgr_next(r, &cur, &f)) {
                 char *s;
 
@@ -171,8 +80,6 @@ parse(const struct xb_msgr *r, struct spawn_req *q)
                                 if (ne >= MAX_STRS / 2)
                                         return -E2BIG;
                                 envp_[ne++] = s;
-                                if (strncmp(s, "PATH=", 5) == 0)
-                                        q->path = s + 5;
                         }
                         break;
                 case XB_K_UID:
@@ -186,14 +93,16 @@ parse(const struct xb_msgr *r, struct spawn_req *q)
                         if (f.len != sizeof(v))
                                 return -EINVAL;
                         memcpy(&v, f.data, sizeof(v));
+                        if ((f.key == XB_K_UID || f.key == XB_K_GID) && v > 65535)
+                                return -EINVAL;
                         if (f.key == XB_K_UID)
-                                q->uid = v;
+                                q->uid = (uint32_t)v;
                         else if (f.key == XB_K_GID)
-                                q->gid = v;
+                                q->gid = (uint32_t)v;
                         else if (f.key == XB_K_FLAGS)
-                                q->flags = v;
+                                *flags = v;
                         else if (f.key == XB_K_RLIMIT_CPU)
-                                q->rl_cpu = v;
+                                q->rl_cpu_s = v;
                         else if (f.key == XB_K_RLIMIT_FSIZE)
                                 q->rl_fsize = v;
                         else
@@ -206,7 +115,10 @@ parse(const struct xb_msgr *r, struct spawn_req *q)
         }
         argv_[na] = NULL;
         envp_[ne] = NULL;
-        if (na == 0 || q->uid > 65535 || q->gid > 65535)
+        q->argv = argv_;
+        q->env = envp_;
+        q->last = (*flags & XB_SPAWN_LAST) != 0;
+        if (na == 0)
                 return -EINVAL;
         return 0;
 }
@@ -214,21 +126,22 @@ parse(const struct xb_msgr *r, struct spawn_req *q)
 void
 xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds)
 {
-        struct spawn_req q;
-        int std[3] = { -1, -1, -1 }, pipefd[2];
+        struct xb_exec_spec q;
+        uint64_t flags;
+        int pipefd[2];
         struct exec_error e;
         size_t k = 0;
         ssize_t n;
         pid_t pid;
         int err;
 
-        err = parse(r, &q);
+        err = parse(r, &q, &flags);
         for (int i = 0; i < 3 && err == 0; i++)
-                if (q.flags & (XB_SPAWN_STDIN << i)) {
+                if (flags & (XB_SPAWN_STDIN << i)) {
                         if (k >= nfds)
                                 err = -EINVAL;
                         else
-                                std[i] = fds[k++];
+                                q.std[i] = fds[k++];
                 }
         if (err == 0 && k != nfds)
                 err = -EINVAL;
@@ -243,7 +156,7 @@ xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds)
         pid = fork();
         if (pid == 0) {
                 close(pipefd[0]);
-                child(&q, std, pipefd[1]);
+                child(&q, pipefd[1]);
         }
         err = errno;
         close(pipefd[1]);
@@ -264,16 +177,19 @@ xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds)
                 xb_init_error(r->tag, e.err, e.stage);
                 return;   /* the child _exits; reap() collects it */
         }
-        children[nchildren++] = (struct xb_init_child){ .pid = pid, .tag = r->tag,
-                                                        .last = (q.flags & XB_SPAWN_LAST) != 0 };
-        {
-                uint8_t buf[64];
-                struct xb_msgw w;
+        xb_init_adopt(pid, r->tag, q.last);
+}
 
-                xb_msgw_init(&w, buf, sizeof(buf), XB_EV_SPAWNED, r->tag);
-                xb_msgw_u64(&w, XB_K_PID, (uint64_t)pid);
-                xb_init_send(&w, NULL, 0);
-        }
+void
+xb_init_adopt(pid_t pid, uint32_t tag, bool last)
+{
+        uint8_t buf[64];
+        struct xb_msgw w;
+
+        children[nchildren++] = (struct xb_init_child){ .pid = pid, .tag = tag, .last = last };
+        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_SPAWNED, tag);
+        xb_msgw_u64(&w, XB_K_PID, (uint64_t)pid);
+        xb_init_send(&w, NULL, 0);
 }
 
 static struct xb_init_child *
@@ -283,6 +199,72 @@ find_tag(uint32_t tag)
                 if (children[i].tag == tag)
                         return &children[i];
         return NULL;
+}
+
+/* The process group of a live process, or -1 (also for a zombie: it is
+ * dead already, and waits for its parent). */
+static pid_t
+pgrp_of(int procfd, const char *pid)
+{
+        char path[32], buf[512], *p, state;
+        int fd;
+        ssize_t n;
+        long pgrp;
+
+        snprintf(path, sizeof(path), "%s/stat", pid);
+        fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        /* "pid (comm) state ppid pgrp ...": comm may hold anything but the last ')'. */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %c %*d %ld", &state, &pgrp) != 2 || state == 'Z' || state == 'X')
+                return -1;
+        return (pid_t)pgrp;
+}
+
+/* Signal every process of leader's group but the leader, over and over
+ * until a pass finds none: a fork bomb's copies are born as fast as they
+ * die, but a pass here (C, a few microseconds a process) outruns a fork.
+ * It is how a session's interrupt ends what the interpreter forked without
+ * ending the interpreter. Bounded, so init always gets back to work. */
+static void
+signal_others(pid_t leader, int sig)
+{
+        int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (procfd < 0)
+                return;
+        for (int pass = 0; pass < 64; pass++) {
+                int dfd = dup(procfd);
+                DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+                struct dirent *de;
+                int found = 0;
+
+                if (!d) {
+                        if (dfd >= 0)
+                                close(dfd);
+                        break;
+                }
+                rewinddir(d);
+                while ((de = readdir(d))) {
+                        char *end;
+                        long pid = strtol(de->d_name, &end, 10);
+
+                        if (*end || pid <= 1 || pid == leader || pgrp_of(procfd, de->d_name) != leader)
+                                continue;
+                        if (kill((pid_t)pid, sig) == 0)
+                                found++;
+                }
+                closedir(d);
+                if (!found || sig != SIGKILL)
+                        break;
+        }
+        close(procfd);
 }
 
 void
@@ -298,7 +280,9 @@ xb_init_signal(const struct xb_msgr *r)
         c = find_tag((uint32_t)target);
         if (!c)
                 return;
-        if (flags & XB_SIG_GROUP)
+        if (flags & XB_SIG_OTHERS)
+                signal_others(c->pid, (int)sig);
+        else if (flags & XB_SIG_GROUP)
                 kill(-c->pid, (int)sig);
         else
                 kill(c->pid, (int)sig);

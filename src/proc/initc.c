@@ -26,7 +26,7 @@ xb_sandbox_pipe(int fds[2])
 }
 
 int
-xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_err *err)
+xb_initc_spawn(int sock, uint32_t tag, const struct xb_exec_spec *q, struct xb_err *err)
 {
         uint8_t *buf = malloc(XB_MSG_MAX);
         struct xb_msgw w;
@@ -52,12 +52,11 @@ xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_e
                 xb_msgw_u64(&w, XB_K_RLIMIT_FSIZE, q->rl_fsize);
         if (q->rl_nofile)
                 xb_msgw_u64(&w, XB_K_RLIMIT_NOFILE, q->rl_nofile);
-        if (q->stdin_fd >= 0)
-                fds[nfds++] = q->stdin_fd, flags |= XB_SPAWN_STDIN;
-        if (q->stdout_fd >= 0)
-                fds[nfds++] = q->stdout_fd, flags |= XB_SPAWN_STDOUT;
-        if (q->stderr_fd >= 0)
-                fds[nfds++] = q->stderr_fd, flags |= XB_SPAWN_STDERR;
+        for (int i = 0; i < 3; i++)
+                if (q->std[i] >= 0) {
+                        fds[nfds++] = q->std[i];
+                        flags |= XB_SPAWN_STDIN << i;
+                }
         if (q->last)
                 flags |= XB_SPAWN_LAST;
         xb_msgw_u64(&w, XB_K_FLAGS, flags);
@@ -74,7 +73,7 @@ xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_e
 }
 
 int
-xb_initc_signal(int sock, uint32_t tag, int signo, bool group)
+xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags)
 {
         uint8_t buf[128];
         struct xb_msgw w;
@@ -82,7 +81,7 @@ xb_initc_signal(int sock, uint32_t tag, int signo, bool group)
         xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_SIGNAL, 0);
         xb_msgw_u64(&w, XB_K_TARGET, tag);
         xb_msgw_u64(&w, XB_K_SIGNO, (uint64_t)signo);
-        xb_msgw_u64(&w, XB_K_FLAGS, group ? XB_SIG_GROUP : 0);
+        xb_msgw_u64(&w, XB_K_FLAGS, flags & (XB_SIG_GROUP | XB_SIG_OTHERS));
         return xb_msg_send(sock, w.buf, w.len, NULL, 0);
 }
 

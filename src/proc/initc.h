@@ -9,16 +9,8 @@
 
 #include "base/err.h"
 #include "proto/wire.h"
+#include "sandbox/execspec.h"
 
-struct xb_spawn_req {
-        char *const *argv;
-        char *const *env;
-        const char *cwd;
-        uint32_t uid, gid;
-        uint64_t rl_cpu_s, rl_fsize, rl_nofile;   /* 0 = not set */
-        int stdin_fd, stdout_fd, stderr_fd;       /* -1 = /dev/null */
-        bool last;                                /* the sandbox ends with this command */
-};
 
 enum xb_iev {
         XB_IEV_READY = 1,
@@ -47,8 +39,10 @@ struct xb_init_event {
 int xb_sandbox_pipe(int fds[2]);
 
 /* Send a spawn request; the std fds are passed, not closed. */
-int xb_initc_spawn(int sock, uint32_t tag, const struct xb_spawn_req *q, struct xb_err *err);
-int xb_initc_signal(int sock, uint32_t tag, int signo, bool group);
+int xb_initc_spawn(int sock, uint32_t tag, const struct xb_exec_spec *q, struct xb_err *err);
+/* Signal a spawned command; flags: XB_SIG_GROUP (its process group),
+ * XB_SIG_OTHERS (the rest of its group, until none is left). */
+int xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags);
 /* Receive and validate one event. -EAGAIN: nothing pending; -EPIPE: init is
  * gone; -EBADMSG: init sent garbage (the caller should kill the sandbox).
  * buf must hold XB_MSG_MAX bytes and outlive a FILE event's use. */

@@ -1,9 +1,10 @@
 /* One-shot runs: a sandbox, one command, its output, its verdict.
  *
  * Theory of operation. The daemon side (this process) makes the pipes,
- * keeps the read ends and passes the write ends to init with the spawn
- * request; it closes its copies at once, so EOF means every process that
- * held them has exited or closed them. One epoll loop watches the init
+ * keeps the read ends and hands the write ends to the sandbox's setup
+ * child, which starts the command itself while init starts (init adopts
+ * it). It closes its copies once the sandbox is started, so EOF means
+ * every process that held them has exited or closed them. One epoll loop watches the init
  * socket, init's pidfd, both pipes, the stdin relay and a signalfd. The
  * command's exit ends the sandbox (init exits after reporting it, and the
  * kernel kills the rest of the pid namespace), so the pipes reach EOF; the
@@ -374,9 +375,11 @@ finish(struct run *r)
         struct xb_cgroup_stats st = { 0 };
         struct xb_verdict_in v = { 0 };
 
-        xb_sandbox_kill(r->sb);
-        while (xb_sandbox_reap(r->sb, true) == -EINTR)
-                ;
+        /* After the command's exit only init is left to end (and it is
+         * ending itself); otherwise kill everything at once. */
+        if (!r->exited)
+                xb_sandbox_kill(r->sb);
+        xb_sandbox_end(r->sb);
         xb_sandbox_stats(r->sb, &st);
         if (r->exited && WIFEXITED(r->status)) {
                 res->exited = true;
@@ -435,7 +438,8 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
 {
         _cleanup_free_ struct run *r = calloc(1, sizeof(*r));
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
-        struct xb_spawn_req q;
+        struct xb_exec_spec q;
+        struct xb_sandbox_config sc;
         struct stat st;
         int ret;
 
@@ -452,22 +456,23 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         if (o->force_freezer)
                 xb_cgroup_sys_force_freezer(e->cgroups, true);
 
-        if ((ret = xb_sandbox_start(e, &o->sandbox, &r->sb, err)) < 0)
-                return ret;
         if ((ret = xb_sandbox_pipe(outp)) < 0 || (ret = xb_sandbox_pipe(errp)) < 0 ||
             (o->stdin_fd >= 0 && (ret = xb_sandbox_pipe(inp)) < 0)) {
                 ret = xb_err_set(err, -ret, "pipe");
                 goto out;
         }
-        q = (struct xb_spawn_req){
+        q = (struct xb_exec_spec){
                 .argv = o->argv, .env = o->env, .cwd = o->cwd, .uid = o->uid, .gid = o->uid,
                 .rl_cpu_s = o->sandbox.limits.cpu_ms ? (o->sandbox.limits.cpu_ms + 999) / 1000 : 0,
                 .rl_fsize = o->sandbox.limits.fsize,
-                .stdin_fd = inp[0], .stdout_fd = outp[1], .stderr_fd = errp[1], .last = true,
+                .std = { inp[0], outp[1], errp[1] }, .last = true,
         };
-        /* Pipelined: init reads this after announcing itself. */
+        /* The setup child starts the command itself, while init starts. */
+        sc = o->sandbox;
+        sc.first = &q;
+        sc.first_tag = SPAWN_TAG;
+        ret = xb_sandbox_start(e, &sc, &r->sb, err);
         r->t_spawn = now_ms();
-        ret = xb_initc_spawn(r->sb->sock, SPAWN_TAG, &q, err);
         close(outp[1]);
         close(errp[1]);
         if (inp[0] >= 0)
@@ -475,6 +480,8 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         outp[1] = errp[1] = inp[0] = -1;
         if (ret < 0)
                 goto out;
+        /* Housekeeping while the sandbox sets itself up. */
+        xb_engine_reap_stale(e);
 
         /* The streams own the read ends from here on. */
         r->out = (struct stream){ .fd = outp[0], .target = o->capture ? -1 : o->out_fd, .buf = &res->out };

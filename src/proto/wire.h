@@ -20,7 +20,7 @@
 /* Message types. Requests go daemon -> init, events init -> daemon. */
 enum xb_msg_type {
         XB_REQ_SPAWN = 1,     /* fields below; fds: the std fds named in FLAGS */
-        XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP) */
+        XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP or XB_SIG_OTHERS) */
         XB_REQ_FILE = 3,      /* a file operation, see enum xb_fop */
         XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
 
@@ -50,6 +50,7 @@ enum xb_msg_key {
 #define XB_SPAWN_LAST 0x10u     /* one-shot: init exits (ending the sandbox) once this command has */
 /* XB_REQ_SIGNAL flags. */
 #define XB_SIG_GROUP 0x1u     /* signal the process group, not just the process */
+#define XB_SIG_OTHERS 0x2u    /* signal the rest of the process group, not the process */
 
 /* XB_REQ_FILE: OP, PATH (absolute, as the sandbox sees it), UID and GID (the
  * fsuid/fsgid init acts as), and per operation the fields below. Every

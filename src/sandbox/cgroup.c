@@ -319,13 +319,28 @@ xb_cgroup_set_limits(struct xb_cgroup *cg, const struct xb_cgroup_limits *l, str
         return r;
 }
 
+static int kill_listed(int dir);
+static int remove_group(int root, const char *name, int *groupfd);
+
 static int
 mkgroup(int parent, const char *name)
 {
         int fd;
 
-        if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
-                return -errno;
+        if (mkdirat(parent, name, 0755) < 0) {
+                if (errno != EEXIST)
+                        return -errno;
+                /* Names are unique among live groups (a held uid slot), so
+                 * this one is a dead owner's leftover: start afresh, without
+                 * its tasks, limits or charges. */
+                fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0 && xb_write_file_at(fd, "cgroup.kill", "1") < 0)
+                        kill_listed(fd);
+                if (fd >= 0 && remove_group(parent, name, &fd) < 0)
+                        return -EBUSY;
+                if (mkdirat(parent, name, 0755) < 0)
+                        return -errno;
+        }
         fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
 }

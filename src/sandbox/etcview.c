@@ -341,8 +341,9 @@ xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct x
         xb_buf_free(&fp);
         set_current(root, view);
         retire_others(root, view);
-done:
         {
+                /* Stamped only after a real check, so a steady stream of
+                 * runs still rechecks every XB_ETCVIEW_RECHECK_S. */
                 int fd = openat(root, CHECKED, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
                 if (fd >= 0) {
@@ -350,6 +351,7 @@ done:
                         close(fd);
                 }
         }
+done:
         snprintf(path, sizeof(path), "%s/%s", dir, view);
         *ret_path = strdup(path);
         return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");

@@ -77,7 +77,7 @@ add_path(int ruleset, const char *path, uint64_t access)
 }
 
 int
-xb_landlock_apply(const struct xb_landlock_path *paths, size_t n, struct xb_err *err)
+xb_landlock_apply(const struct xb_landlock_path *paths, size_t n, int exec_fd, struct xb_err *err)
 {
         int abi = xb_landlock_abi();
         struct xb_ruleset_attr attr = { 0 };
@@ -117,6 +117,15 @@ xb_landlock_apply(const struct xb_landlock_path *paths, size_t n, struct xb_err 
                                               (abi >= 3 ? LANDLOCK_ACCESS_FS_TRUNCATE : 0) |
                                               (abi >= 5 ? LANDLOCK_ACCESS_FS_IOCTL_DEV : 0))) < 0)
                 return xb_err_set(err, -r, "landlock rule for /dev");
+        if (exec_fd >= 0) {
+                struct landlock_path_beneath_attr pb = {
+                        .allowed_access = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE,
+                        .parent_fd = exec_fd,
+                };
+
+                if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+                        return xb_err_set(err, errno, "landlock rule for the init image");
+        }
         if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
                 return xb_err_set(err, errno, "landlock_restrict_self");
         return abi;

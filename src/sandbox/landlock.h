@@ -13,7 +13,9 @@ struct xb_landlock_path {
         int writable;         /* else read, execute and list only */
 };
 
-/* Restrict the calling process (after no_new_privs). Setup child only. */
-int xb_landlock_apply(const struct xb_landlock_path *paths, size_t n, struct xb_err *err);
+/* Restrict the calling process (after no_new_privs). Setup child only.
+ * exec_fd, if not -1, is one file outside the root that may still be run:
+ * the init image. */
+int xb_landlock_apply(const struct xb_landlock_path *paths, size_t n, int exec_fd, struct xb_err *err);
 /* The Landlock ABI version of this kernel, 0 if none. */
 int xb_landlock_abi(void);

@@ -256,6 +256,50 @@ mkdir_p(const char *path, mode_t mode, bool last_is_dir)
         return mkdir(buf, mode) == 0 || errno == EEXIST ? 0 : -errno;
 }
 
+/* Create a non-directory with `make` (which returns -errno), making its
+ * parent directories only when they are missing: most of a plan's files
+ * go into directories that already exist (/dev, /etc). */
+static int
+make_entry(const char *path, int (*make)(const char *path, const void *arg), const void *arg)
+{
+        int r = make(path, arg);
+
+        if (r != -ENOENT)
+                return r;
+        if ((r = mkdir_p(path, 0755, false)) < 0)
+                return r;
+        return make(path, arg);
+}
+
+static int
+make_mountpoint(const char *path, const void *arg)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+        (void)arg;
+        if (fd < 0)
+                return errno == EEXIST ? 0 : -errno;
+        close(fd);
+        return 0;
+}
+
+static int
+make_symlink(const char *path, const void *target)
+{
+        return symlink(target, path) < 0 ? -errno : 0;
+}
+
+static int
+make_file(const char *path, const void *step)
+{
+        const struct xb_mop_step *s = step;
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, s->mode);
+
+        if (fd < 0 || xb_write_all(fd, s->data, strlen(s->data)) < 0)
+                return -errno;
+        return 0;
+}
+
 /* Flags a remount inside a user namespace must keep: the kernel locks
  * nosuid, nodev, noexec and the atime flags of mounts from outside
  * (mount(2), EPERM on MS_REMOUNT). */
@@ -298,17 +342,9 @@ do_bind(const struct xb_mop_step *s, const char *src_path, struct xb_err *err)
 
         if (fstat(s->src_fd, &st) < 0)
                 return xb_err_set(err, errno, "stat %s", s->src);
-        r = mkdir_p(s->dest, 0755, S_ISDIR(st.st_mode));
+        r = S_ISDIR(st.st_mode) ? mkdir_p(s->dest, 0755, true) : make_entry(s->dest, make_mountpoint, NULL);
         if (r < 0)
                 return xb_err_set(err, -r, "create mount point /%s", s->dest);
-        if (!S_ISDIR(st.st_mode)) {
-                int fd = open(s->dest, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-
-                if (fd < 0 && errno != EEXIST)
-                        return xb_err_set(err, errno, "create mount point /%s", s->dest);
-                if (fd >= 0)
-                        close(fd);
-        }
         if (mount(src_path, s->dest, NULL, MS_BIND | MS_REC, NULL) < 0)
                 return xb_err_set(err, errno, "bind %s on /%s", s->src, s->dest);
         /* A device node keeps its mount's flags: nosuid and noexec mean
@@ -372,19 +408,13 @@ step(const struct xb_mop_step *s, int devnull_fd, struct xb_err *err)
                         return xb_err_set(err, -r, "create /%s", s->dest);
                 return 0;
         case XB_MOP_SYMLINK:
-                if ((r = mkdir_p(s->dest, 0755, false)) < 0 || symlink(s->data, s->dest) < 0)
-                        return xb_err_set(err, r < 0 ? -r : errno, "symlink /%s", s->dest);
+                if ((r = make_entry(s->dest, make_symlink, s->data)) < 0)
+                        return xb_err_set(err, -r, "symlink /%s", s->dest);
                 return 0;
-        case XB_MOP_FILE: {
-                _cleanup_close_ int fd = -1;
-
-                if ((r = mkdir_p(s->dest, 0755, false)) < 0)
-                        return xb_err_set(err, -r, "create /%s", s->dest);
-                fd = open(s->dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, s->mode);
-                if (fd < 0 || xb_write_all(fd, s->data, strlen(s->data)) < 0)
-                        return xb_err_set(err, errno, "write /%s", s->dest);
+        case XB_MOP_FILE:
+                if ((r = make_entry(s->dest, make_file, s)) < 0)
+                        return xb_err_set(err, -r, "write /%s", s->dest);
                 return 0;
-        }
         case XB_MOP_MASK:
                 if (lstat(s->dest, &st) < 0)
                         return 0;

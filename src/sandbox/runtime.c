@@ -23,6 +23,12 @@
 
 extern const unsigned char xb_init_image[];
 extern const unsigned char xb_init_image_end[];
+/* Execute-only: a sandbox cannot read it, so the kernel starts init not
+ * dumpable (fs/exec.c, would_dump), with no window before init's own
+ * PR_SET_DUMPABLE in which a process of the sandbox could ptrace it or take
+ * its socket. (The daemon reads it as the host's root.) */
+#define XB_INIT_MODE 0111
+
 extern const char xb_init_hash[];
 
 int
@@ -51,7 +57,7 @@ image_ok(int fd, size_t size)
         struct stat st;
 
         return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && st.st_gid == 0 &&
-               (st.st_mode & 07777) == 0555 && st.st_nlink == 1 && (size_t)st.st_size == size;
+               (st.st_mode & 07777) == XB_INIT_MODE && st.st_nlink == 1 && (size_t)st.st_size == size;
 }
 
 /* Remove other builds' images once they are an hour old: a process of
@@ -98,7 +104,7 @@ xb_runtime_init_image(int dirfd, struct xb_err *err)
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
         if (fd < 0)
                 return xb_err_set(err, errno, "write the init image");
-        if (xb_write_all(fd, xb_init_image, size) < 0 || fchmod(fd, 0555) < 0 || fsync(fd) < 0) {
+        if (xb_write_all(fd, xb_init_image, size) < 0 || fchmod(fd, XB_INIT_MODE) < 0 || fsync(fd) < 0) {
                 int e = errno;
 
                 close(fd);

@@ -10,5 +10,5 @@
 /* Create or check dir; returns an O_DIRECTORY fd. */
 int xb_runtime_open(const char *dir, struct xb_err *err);
 /* An O_RDONLY fd of the init image for execveat(2): the embedded image,
- * written once per build as dir/init-<hash> (root, 0555), reused after. */
+ * written once per build as dir/init-<hash> (root, 0111), reused after. */
 int xb_runtime_init_image(int dirfd, struct xb_err *err);

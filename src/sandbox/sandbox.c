@@ -27,12 +27,14 @@
 #include "base/fd.h"
 #include "proto/wire.h"
 #include "sandbox/caps.h"
+#include "sandbox/landlock.h"
 #include "sandbox/runtime.h"
 #include "sandbox/etcview.h"
 
 
 
 #define INIT_SOCK_FD 3
+#define XB_INIT_SNDBUF (2 << 20)
 
 int
 xb_random_id(char *id, size_t len)
@@ -81,7 +83,6 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if ((r = xb_runtime_init_image(e->runtime_fd, err)) < 0)
                 goto fail;
         e->init_fd = r;
-        xb_engine_reap_stale(e);
         if (o->nallow) {
                 e->allow = calloc(o->nallow, sizeof(char *));
                 if (!e->allow) {
@@ -174,12 +175,52 @@ loopback_up(void)
         return ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
 }
 
+/* Landlock: writes only below the writable mounts; the init image, which
+ * lives outside the root, may still be executed. */
+static int
+confine(const struct child_args *a, struct xb_err *err)
+{
+        struct xb_landlock_path paths[3 + 32] = {
+                { "/tmp", 1 }, { "/home/user", 1 }, { "/dev/shm", 1 },
+        };
+        size_t n = 3;
+        int r;
+
+        for (size_t i = 0; i < a->nbinds && n < ARRAY_SIZE(paths); i++)
+                if (a->binds[i].rw)
+                        paths[n++] = (struct xb_landlock_path){ a->binds[i].dest, 1 };
+        r = xb_landlock_apply(paths, n, a->init_fd, err);
+        return r < 0 ? r : 0;
+}
+
+/* The one-shot command, in a child of the setup child: a failure to start
+ * is reported on the init socket under its tag, as init would. It runs in
+ * our memory until its exec (CLONE_VM | CLONE_VFORK, as posix_spawn does:
+ * no page tables to copy), on a stack of its own, touching only its own
+ * stack and making syscalls. */
+static int
+first_main(void *arg)
+{
+        const struct child_args *a = arg;
+        const char *stage = "spawn";
+        int e = xb_exec_child(a->cfg->first, &stage);
+        uint8_t buf[256];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_ERROR, a->cfg->first_tag);
+        xb_msgw_u64(&w, XB_K_ERRNO, (uint64_t)(e ? e : EIO));
+        xb_msgw_str(&w, XB_K_STAGE, stage);
+        xb_msg_send(a->sock, w.buf, w.len, NULL, 0);
+        _exit(127);
+}
+
 static int
 child_setup(const struct child_args *a, struct xb_err *err)
 {
-        char *argv[3 + 32 + 1] = { (char *)"execbox-init", (char *)"/tmp", (char *)"/home/user" };
-        size_t argc = 3;
-        int r, devnull, memfd;
+        char *argv[] = { (char *)"execbox-init", NULL, NULL };
+        char first[64];
+        size_t argc = 1;
+        int r, devnull, imgfd;
 
         /* The network namespace is built here, while the daemon makes our v1
          * cgroups and writes our id maps: it is the costliest namespace to
@@ -251,13 +292,34 @@ child_setup(const struct child_args *a, struct xb_err *err)
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return xb_err_set(err, errno, "set no_new_privs");
 
+        if ((r = confine(a, err)) < 0)
+                return r;
         if ((r = xb_seccomp_install(a->seccomp)) < 0)
                 return xb_err_set(err, -r, "install the seccomp filter");
+        if (a->cfg->first) {
+                const size_t stack_size = 64 * 1024;
+                void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+                pid_t pid;
+
+                if (stack == MAP_FAILED)
+                        return xb_err_set(err, errno, "map the command's start-up stack");
+                /* Returns once the command has exec'd or given up. */
+                pid = clone(first_main, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                            (void *)a);
+                if (pid < 0)
+                        return xb_err_set(err, errno, "start the command");
+                munmap(stack, stack_size);
+                snprintf(first, sizeof(first), "--first=%d:%u:%d", (int)pid, a->cfg->first_tag,
+                         a->cfg->first->last ? 1 : 0);
+                argv[argc++] = first;
+        }
+        argv[argc] = NULL;
 
         /* Init gets the socket as fd 3 and nothing else; the image fd is
          * close-on-exec and moved out of the way first. */
-        memfd = fcntl(a->init_fd, F_DUPFD_CLOEXEC, 10);
-        if (memfd < 0)
+        imgfd = fcntl(a->init_fd, F_DUPFD_CLOEXEC, 10);
+        if (imgfd < 0)
                 return xb_err_set(err, errno, "dup the init image fd");
         if (a->sock != INIT_SOCK_FD) {
                 if (dup3(a->sock, INIT_SOCK_FD, 0) < 0)
@@ -265,22 +327,15 @@ child_setup(const struct child_args *a, struct xb_err *err)
         } else if (xb_set_cloexec(INIT_SOCK_FD, false) < 0)
                 return xb_err_set(err, errno, "keep the init socket");
         {
-                int keep[] = { INIT_SOCK_FD, memfd };
+                int keep[] = { INIT_SOCK_FD, imgfd };
 
                 if ((r = xb_close_all_except(keep, 2)) < 0)
                         return xb_err_set(err, -r, "close inherited fds");
         }
-        /* Init applies Landlock to itself first thing: its argv lists the
-         * writable places. (Applied here, it would deny executing init's
-         * image, which lives outside the sandbox's root.) */
-        for (size_t i = 0; i < a->nbinds && argc < ARRAY_SIZE(argv) - 1; i++)
-                if (a->binds[i].rw)
-                        argv[argc++] = a->binds[i].dest;
-        argv[argc] = NULL;
         {
                 char *const envp[] = { NULL };
 
-                syscall(SYS_execveat, memfd, "", argv, envp, AT_EMPTY_PATH);
+                syscall(SYS_execveat, imgfd, "", argv, envp, AT_EMPTY_PATH);
         }
         return xb_err_set(err, errno, "exec the sandbox init");
 }
@@ -294,6 +349,18 @@ child_main(const struct child_args *a)
 
         /* If the daemon dies before init runs, so do we. */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        /* Our memory is a copy of the daemon's, and a one-shot command runs
+         * beside us before we exec init: nothing in the sandbox may ptrace
+         * us, read our memory or take our fds. The name tells us apart in
+         * ps for that moment. */
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        prctl(PR_SET_NAME, "execbox-setup", 0, 0, 0);
+        /* Ignored signals survive exec: a daemon started with SIGINT
+         * ignored (`execbox serve &` in a script) must not pass that on to
+         * init and every command. */
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        signal(sig, SIG_DFL);
         child_setup(a, &err);
         xb_msgw_init(&w, buf, sizeof(buf), XB_EV_ERROR, 0);
         xb_msgw_u64(&w, XB_K_ERRNO, (uint64_t)(err.code ? err.code : EIO));
@@ -391,11 +458,11 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                                         .cpus_milli = cfg->limits.cpus_milli, .oom_group = cfg->oom_group };
         {
                 /* Named after the uid slot we hold: a group of that name can only
-                 * be a leftover of a holder that died (killed -9), so it goes. */
+                 * be a leftover of a holder that died (killed -9); creating
+                 * replaces it (cgroup.c, mkgroup). */
                 char name[32];
 
                 snprintf(name, sizeof(name), "u%u", sb->uid_slot);
-                xb_cgroup_remove_stale(e->cgroups, name);
                 if ((r = xb_cgroup_create(e->cgroups, name, &cl, &sb->cg, err)) < 0)
                         goto fail;
         }
@@ -458,6 +525,14 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 }
                 xb_cgroup_join_close(&join);
         }
+        {
+                /* Requests queue here while init works through them, and a
+                 * session's driver spawn alone is ~50 KiB: room for a burst
+                 * of them, so none (nor a signal behind them) meets EAGAIN. */
+                int size = XB_INIT_SNDBUF;
+
+                setsockopt(sb->sock, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
+        }
         if ((r = xb_set_nonblock(sb->sock, true)) < 0) {
                 xb_err_set(err, -r, "init socket");
                 goto fail_child;
@@ -486,10 +561,23 @@ fail:
 void
 xb_sandbox_kill(struct xb_sandbox *sb)
 {
-        if (!sb->reaped && sb->pidfd >= 0)
+        /* Once init is reaped its pid namespace is empty, and nothing else
+         * can be in the sandbox's cgroup. */
+        if (sb->reaped)
+                return;
+        if (sb->pidfd >= 0)
                 syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
         if (sb->cg)
                 xb_cgroup_kill(sb->cg);
+}
+
+void
+xb_sandbox_end(struct xb_sandbox *sb)
+{
+        if (!sb->reaped && sb->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+        while (xb_sandbox_reap(sb, true) == -EINTR)
+                ;
 }
 
 int

@@ -6,10 +6,10 @@
  * group). The daemon writes the uid and gid maps and attaches the child to
  * the cgroup, then sends one "go" datagram. The child builds the root from
  * the mount plan, pivots into it, brings loopback up, drops capabilities to
- * Docker's set, sets no_new_privs and seccomp, and execs the init image (a
- * fresh static program, never a fork of the daemon's memory), which applies
- * Landlock to itself before anything else. From then on the socket (fd 3 in init) carries
- * the init protocol; a setup failure arrives there as one XB_EV_ERROR.
+ * Docker's set, sets no_new_privs, Landlock and seccomp, and execs the init
+ * image (a fresh static program, never a fork of the daemon's memory). From
+ * then on the socket (fd 3 in init) carries the init protocol; a setup
+ * failure arrives there as one XB_EV_ERROR.
  * Killing init (pid 1) makes the kernel kill the whole pid namespace; the
  * cgroup is killed too, then removed once empty. */
 #pragma once
@@ -20,6 +20,7 @@
 
 #include "base/err.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/execspec.h"
 #include "sandbox/limits.h"
 #include "sandbox/mountplan.h"
 #include "sandbox/seccomp.h"
@@ -54,6 +55,12 @@ struct xb_sandbox_config {
         const struct xb_bind *binds;  /* unresolved; checked against the engine allowlist */
         size_t nbinds;
         bool oom_group;               /* an OOM kills the whole sandbox (one-shot runs) */
+        /* A one-shot run's command, started by the setup child itself while
+         * init starts (saves init a round trip and a fork). Init reports it
+         * under first_tag like a spawned command; its std fds are the
+         * caller's, which the caller closes after start. NULL: none. */
+        const struct xb_exec_spec *first;
+        uint32_t first_tag;
 };
 
 struct xb_sandbox {
@@ -71,7 +78,9 @@ struct xb_sandbox {
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
 void xb_engine_close(struct xb_engine *e);
 /* Remove the cgroups of sandboxes whose owner died (killed -9): a group
- * "u<slot>" whose uid slot no live process holds. */
+ * "u<slot>" whose uid slot no live process holds. Housekeeping that no
+ * start depends on: callers run it when idle (serve at start-up, run
+ * while its sandbox sets itself up). */
 int xb_engine_reap_stale(struct xb_engine *e);
 
 /* Start a sandbox; returns once the setup child has been released (init
@@ -80,6 +89,10 @@ int xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg,
                      struct xb_sandbox **ret, struct xb_err *err);
 /* SIGKILL init and every task in the cgroup. Idempotent. */
 void xb_sandbox_kill(struct xb_sandbox *sb);
+/* SIGKILL init and reap it. Its pid namespace dies with it (and no other
+ * task can be in the sandbox's cgroup), so this ends the whole sandbox
+ * without the cgroup-wide kill; for a sandbox whose work is done. */
+void xb_sandbox_end(struct xb_sandbox *sb);
 /* Reap init: returns 1 once reaped, 0 if still running (wait=false). */
 int xb_sandbox_reap(struct xb_sandbox *sb, bool wait);
 /* Usage of the whole sandbox so far. */

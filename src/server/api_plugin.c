@@ -74,7 +74,7 @@ inner_reply(void *ctx, unsigned status, const char *ctype, const void *data, siz
 
 static const struct xb_vreply_ops chain_ops = { .reply = inner_reply, .event = NULL };
 
-/* Inject method path?query with body; the reply goes to c->next. */
+/* Inject method path?query with body (a reference it takes); the reply goes to c->next. */
 static void
 chain_call(struct chain *c, const char *method, const char *path, const char *const *query, json_t *body,
            const void *raw, size_t raw_len)
@@ -89,6 +89,7 @@ chain_call(struct chain *c, const char *method, const char *path, const char *co
 
         c->inner = xb_http_inject(c->srv->http, &v, &chain_ops, c);
         free(b);
+        json_decref(body);
 }
 
 static struct chain *

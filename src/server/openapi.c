@@ -248,8 +248,9 @@ success_reply(const struct xb_op_def *d, const struct xb_tool *t, const char *id
                 char desc[512];
 
                 snprintf(desc, sizeof(desc), "%s With `Accept: text/event-stream` the reply streams as server-sent "
-                         "events instead, the last one named result.",
-                         json_string_value(json_object_get(r, "description")) ?: "");
+                         "events instead%s%s, the last one named result.",
+                         json_string_value(json_object_get(r, "description")) ?: "",
+                         d->sse_events ? ": " : "", d->sse_events ? d->sse_events : "");
                 json_object_set_new(r, "description", json_string(desc));
                 json_object_set_new(json_object_get(r, "content"), "text/event-stream",
                                     json_pack("{s:{s:s}}", "schema", "type", "string"));

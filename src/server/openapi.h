@@ -20,6 +20,7 @@ struct xb_op_def {
         const char *replies;       /* JSON object of more responses by status, e.g. {"206": {...}} */
         const char *errors;        /* more error statuses than the usual ones, e.g. "409 429" */
         bool sse;                  /* with Accept: text/event-stream it streams server-sent events */
+        const char *sse_events;    /* their names, in the order they come */
         bool rest_optional;        /* tool: no body field is required on its own (exec: cmd or argv) */
 };
 

@@ -140,6 +140,8 @@ const struct xb_op_def xb_op_defs[] = {
 
         /* ---- commands and processes (api.c) ---- */
         { .tool = "run_command", .tag = "commands", .rest_optional = true, .sse = true, .errors = "410 429",
+          .sse_events = "start ({pid}), then stdout and stderr ({data}) as the command prints, or error "
+                        "({code, message}) if it cannot start",
           .body = CMD_EXTRAS("1 MiB") },
         { .tool = "process_start", .tag = "processes", .rest_optional = true, .errors = "410 429",
           .body = CMD_EXTRAS("4 MiB") },
@@ -212,7 +214,7 @@ const struct xb_op_def xb_op_defs[] = {
 
         /* ---- code sessions (api_sessions.c) ---- */
         { .method = "POST", .path = "/v1/sandboxes/{id}/sessions", .id = "create_session", .tag = "sessions",
-          .summary = "Start a code session.", .status = 201, .errors = "429",
+          .summary = "Start a code session.", .status = 201, .errors = "400 429 503",
           .body = JSON_BODY_OPT(OBJ_CLOSED("\"language\": {\"type\": [\"string\", \"null\"], \"description\": "
                                            "\"python (the default), javascript or bash.\"}, \"kernel\": {\"type\": "
                                            "[\"string\", \"null\"], \"description\": \"A Jupyter kernel name "
@@ -227,6 +229,8 @@ const struct xb_op_def xb_op_defs[] = {
         { .method = "DELETE", .path = "/v1/sandboxes/{id}/sessions/{sid}", .id = "delete_session",
           .tag = "sessions", .summary = "End a session and its interpreter.", .status = 204 },
         { .tool = "run_code", .tag = "sessions", .sse = true, .errors = "409", .summary = "Run a cell.",
+          .sse_events = "stream ({name, text}), display ({data, metadata}), execute_result (the last "
+                        "expression's value) and error ({ename, evalue, traceback}) as the cell produces them",
           .description = "Run code in the session's interpreter; its state carries over between cells. With "
                          "yield_after_s, a cell that prints nothing for that long answers status running; POST "
                          ".../wait for the rest.",

@@ -515,7 +515,7 @@ xb_proc_signal(struct xb_proc *p, int signo)
         if (p->finished || !p->sbx->sb || p->sbx->state >= XB_SBX_DYING)
                 return -ESRCH;
         /* The process group: the command and what it started, unless they setsid'd away. */
-        return xb_initc_signal(p->sbx->sb->sock, p->tag, signo, true);
+        return xb_initc_signal(p->sbx->sb->sock, p->tag, signo, XB_SIG_GROUP);
 }
 
 /* ---- lifecycle ---- */
@@ -690,6 +690,12 @@ xb_proc_on_error(struct xb_sbx *x, uint32_t tag, int errnum, const char *stage)
                 else if (strcmp(stage, "working directory") == 0)
                         xb_reply_error(req, 400, "bad_cwd", "create the directory first, or use /home/user",
                                        "cannot use the working directory: %s", strerror(errnum));
+                else if (errnum == EAGAIN && strcmp(stage, "fork") == 0)
+                        xb_reply_error(req, 429, "process_limit",
+                                       "the sandbox is at its process limit (limits.pids): wait for its processes to "
+                                       "end, kill some (see GET .../processes), or create the sandbox with a higher "
+                                       "limits.pids",
+                                       "could not start %.100s: the sandbox has no room for another process", argv0);
                 else
                         xb_reply_error(req, 400, "spawn_failed", "check the command and its arguments",
                                        "could not start %.100s: %s: %s", argv0, stage, strerror(errnum));
@@ -753,7 +759,7 @@ struct xb_proc *
 xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background, struct xb_err *err)
 {
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
-        struct xb_spawn_req q;
+        struct xb_exec_spec q;
         struct xb_proc *p;
         struct xb_cgroup_stats st = { 0 };
         bool want_stdin = spec->stdin_len > 0 || spec->keep_stdin;
@@ -794,9 +800,9 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 goto fail;
         }
         p->tag = xb_sbx_tag(x);
-        q = (struct xb_spawn_req){
+        q = (struct xb_exec_spec){
                 .argv = spec->argv, .env = spec->env, .cwd = spec->cwd, .uid = spec->uid, .gid = spec->uid,
-                .stdin_fd = inp[0], .stdout_fd = outp[1], .stderr_fd = errp[1],
+                .std = { inp[0], outp[1], errp[1] },
         };
         r = xb_initc_spawn(x->sb->sock, p->tag, &q, err);
         close(outp[1]);

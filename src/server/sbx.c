@@ -353,6 +353,10 @@ claim(struct xb_server *s, const struct xb_limits *l, struct xb_err *err)
                 }
         if (!x)
                 return NULL;
+        /* A warm interpreter (--pool-python) uses ~110 MiB of the sandbox's
+         * memory: a lower limit would OOM-kill it, or be refused. */
+        if (l->memory < x->limits.memory && xb_session_has_warm(x))
+                return NULL;
         if (memcmp(l, &x->limits, sizeof(*l)) != 0) {
                 struct xb_cgroup_limits cl = { .memory = l->memory, .pids = l->pids, .cpus_milli = l->cpus_milli };
 

@@ -210,6 +210,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 xb_error("%s", err.msg);
                 goto fail;
         }
+        xb_engine_reap_stale(s->eng);
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -276,6 +277,10 @@ xb_server_close(struct xb_server *s)
         if (s->sigfd >= 0)
                 close(s->sigfd);
         xb_loop_free(s->loop);
+        if (s->default_sbx)
+                for (size_t i = 0; i < (s->ntokens ? s->ntokens : 1); i++)
+                        free(s->default_sbx[i]);
+        free(s->default_sbx);
         for (size_t i = 0; i < s->ntokens; i++)
                 free(s->tokens[i]);
         free(s->tokens);

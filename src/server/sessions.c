@@ -26,6 +26,7 @@
 #define CELL_OUTPUTS_MAX 2000
 #define CELL_IMAGES_MAX 32
 #define INTERRUPT_GRACE_MS 3000
+#define ESCALATE_MS 500         /* interrupt → kill what the interpreter forked */
 #define QUEUE_MAX 8
 #define START_WAIT_MS 60000
 
@@ -51,7 +52,7 @@ struct cell {
         bool dangermode;               /* reply in dangermode's shape */
         json_t *exit_code, *cwd;       /* bash sessions */
         char status[16];
-        struct xb_timer hard, soft, grace, wait;
+        struct xb_timer hard, soft, grace, wait, escalate;
 };
 
 struct var_req {
@@ -289,6 +290,7 @@ cell_free(struct cell *c)
         xb_timer_stop(&c->hard);
         xb_timer_stop(&c->soft);
         xb_timer_stop(&c->grace);
+        xb_timer_stop(&c->escalate);
         xb_timer_stop(&c->wait);
         json_decref(c->outputs);
         json_decref(c->exit_code);
@@ -840,7 +842,7 @@ session_died(struct xb_session *ss, const char *why)
         ss->state = SS_DEAD;
         snprintf(ss->death, sizeof(ss->death), "%s", why);
         if (ss->pid > 0 && ss->sbx->sb && ss->sbx->state < XB_SBX_DYING)
-                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGKILL, true);
+                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGKILL, XB_SIG_GROUP);
         close_io(&ss->in_io, &ss->in_fd);
         close_io(&ss->out_io, &ss->out_fd);
         close_io(&ss->err_io, &ss->err_fd);
@@ -873,7 +875,7 @@ spawn_driver(struct xb_session *ss, struct xb_err *err)
         char **env = NULL;
         const char *const extra[] = { "PYTHONUNBUFFERED=1", "MPLBACKEND=module://matplotlib_inline.backend_inline",
                                       "PYDEVD_DISABLE_FILE_VALIDATION=1" };
-        struct xb_spawn_req q;
+        struct xb_exec_spec q;
         int r, n = 0;
 
         if (!strcmp(ss->mode, "javascript")) {
@@ -913,8 +915,8 @@ spawn_driver(struct xb_session *ss, struct xb_err *err)
                 goto out;
         }
         ss->tag = xb_sbx_tag(x);
-        q = (struct xb_spawn_req){ .argv = argv, .env = env, .cwd = "/home/user", .uid = XB_USER_UID,
-                                   .gid = XB_USER_UID, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = er[1] };
+        q = (struct xb_exec_spec){ .argv = argv, .env = env, .cwd = "/home/user", .uid = XB_USER_UID,
+                                   .gid = XB_USER_UID, .std = { in[0], out[1], er[1] } };
         r = xb_initc_spawn(x->sb->sock, ss->tag, &q, err);
         if (r < 0)
                 goto out;
@@ -1020,6 +1022,15 @@ xb_session_claim_warm(struct xb_sbx *x, const char *language)
                         return ss;
                 }
         return NULL;
+}
+
+bool
+xb_session_has_warm(const struct xb_sbx *x)
+{
+        for (const struct xb_session *ss = x->sessions; ss; ss = ss->next)
+                if (ss->warm && !ss->claimed && ss->state != SS_DEAD)
+                        return true;
+        return false;
 }
 
 json_t *
@@ -1150,6 +1161,20 @@ xb_session_wait(struct xb_session *ss, struct xb_req *req, uint64_t timeout_ms)
         xb_timer_start(ss->sbx->srv->loop, &c->wait, timeout_ms ? timeout_ms : 30000, wait_timeout, c);
 }
 
+/* An interrupted Python cell still running after ESCALATE_MS: kill every
+ * other process of the interpreter's group. A fork bomb's copies are born
+ * faster than a SIGINT reaches them, and starve the interpreter of the CPU
+ * it needs to unwind; the interpreter and its state survive. */
+static void
+on_escalate(struct xb_timer *t)
+{
+        struct cell *c = t->data;
+        struct xb_session *ss = c->ss;
+
+        if (ss->state != SS_DEAD && ss->pid && ss->sbx->sb && ss->cell == c)
+                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGKILL, XB_SIG_OTHERS);
+}
+
 void
 xb_session_interrupt(struct xb_session *ss)
 {
@@ -1157,11 +1182,14 @@ xb_session_interrupt(struct xb_session *ss)
                 return;
         if (!strcmp(ss->mode, "bash"))
                 send_request(ss, json_pack("{s:s,s:I}", "op", "interrupt", "id", (json_int_t)++ss->next_id));
-        else
+        else {
                 /* The driver's process group (it leads its own session): the cell
                  * raises KeyboardInterrupt and the state survives, and a child
                  * such as os.system("sleep 100") stops too. */
-                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGINT, true);
+                xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGINT, XB_SIG_GROUP);
+                if (!strcmp(ss->mode, "python") && ss->cell && !ss->cell->escalate.active)
+                        xb_timer_start(ss->sbx->srv->loop, &ss->cell->escalate, ESCALATE_MS, on_escalate, ss->cell);
+        }
 }
 
 int

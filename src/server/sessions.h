@@ -33,6 +33,8 @@ struct xb_session *xb_session_find(struct xb_sbx *x, const char *sid);
 void xb_session_mark_warm(struct xb_session *ss);
 /* An idle pre-started session of this language nobody has claimed yet. */
 struct xb_session *xb_session_claim_warm(struct xb_sbx *x, const char *language);
+/* Whether x holds a warm session nobody claimed yet. */
+bool xb_session_has_warm(const struct xb_sbx *x);
 json_t *xb_session_json(const struct xb_session *ss);
 /* Reply 201 with a new session; for a Jupyter kernel, once it has started
  * (an unknown kernel name: 400 unknown_language, and the session is gone). */

@@ -67,8 +67,15 @@ ERRORS = {
     "env without =": (["--env", "NOEQUALS", "--", "true"], "NAME=VALUE"),
     "env with an empty name": (["--env", "=v", "--", "true"], "NAME=VALUE"),
     "no command": ([], "no command"),
-    "command over 64 KiB": (["--", "echo", "a" * 70000], "64 KiB"),
 }
+
+
+def test_a_long_command_line_runs_as_it_would_outside(xb):
+    """The command is started by the sandbox's setup child from memory, not
+    sent over the init socket: its size is bounded only by the kernel's own
+    limit (ARG_MAX), as for any program."""
+    r = xb("--", "echo", "a" * 100000, json_mode=False)
+    assert r.rc == 0 and r.stdout == "a" * 100000 + "\n", r.describe()
 
 
 @pytest.mark.parametrize("case", list(ERRORS))

@@ -1,0 +1,24 @@
+/* What a sandboxed command is (program, environment, directory, user,
+ * rlimits, std fds) and the last steps before it runs, done in the new
+ * process itself: shared by the sandbox's init, which spawns commands on
+ * request, and by the setup child, which starts a one-shot run's command
+ * before init is exec'd. Syscalls only; no allocation. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+struct xb_exec_spec {
+        char *const *argv;
+        char *const *env;             /* the complete environment */
+        const char *cwd;              /* NULL: / */
+        uint32_t uid, gid;            /* inside: 0, or the sandbox user */
+        uint64_t rl_cpu_s, rl_fsize, rl_nofile;   /* 0 = leave as is */
+        int std[3];                   /* stdin, stdout, stderr; -1 = /dev/null */
+        bool last;                    /* one-shot: the sandbox ends with this command */
+};
+
+/* In the new process: its own session, std fds, no other fd across exec,
+ * rlimits, the user (leaving uid 0 empties the capability sets), the
+ * directory, then execve with a PATH search over the spec's PATH. Returns
+ * only on failure: the errno, with *stage naming the step that failed. */
+int xb_exec_child(const struct xb_exec_spec *s, const char **stage);
