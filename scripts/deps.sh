@@ -13,12 +13,17 @@ PKGS=(
   bubblewrap                            # the benchmark's peer
   iproute2 procps                       # tests inspect namespaces and processes
   python3-numpy python3-matplotlib python3-pandas python3-ipykernel  # the sandbox's Python
+  r-cran-irkernel                       # a Jupyter kernel that is not Python (tests)
 )
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# JavaScript sessions need node; the MCP clients need npm. Any install will
+# do (NodeSource's nodejs carries npm, and conflicts with Debian's npm).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing ${missing[*]}" >&2

@@ -743,7 +743,7 @@ def jupyter_main(name):
     def variable(rid, vname):
         ev = {'found': False}
         if lang.get('name', spec.language) != 'python':
-            ev['error'] = 'variable inspection needs a Python kernel'
+            ev['unsupported'] = True  # only Python kernels can be inspected (IRkernel ignores user_expressions)
         elif isinstance(vname, str) and NAME_RE.fullmatch(vname):
             code = ("import builtins as _xb_b\n_xb_d = {}\nexec(%r, _xb_d)\n"
                     "_xb_b._xb_var_json = _xb_d['_xb_var_json']\ndel _xb_b, _xb_d\n") % VARSRC

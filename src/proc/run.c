@@ -57,6 +57,7 @@ struct run {
         struct relay in;
         bool exited, dead, ready, spawned;
         bool timed_out, cpu_exceeded, output_killed, interrupted, killed;
+        bool oom;              /* v1's OOM event came (its kill count may stay 0: we kill first) */
         int status;
         uint64_t t_spawn, t_exit, drain_deadline, wall_deadline, cpu_next;
         uint64_t rusage_cpu_us;
@@ -360,6 +361,7 @@ loop(struct run *r, struct xb_err *err)
                         case EV_OOM:
                                 /* v1 kills one task; invariant 9 wants the group: do it. */
                                 epoll_ctl(r->ep, EPOLL_CTL_DEL, xb_cgroup_oom_fd(r->sb->cg), NULL);
+                                r->oom = true;
                                 if (r->o->sandbox.oom_group)
                                         kill_all(r);
                                 break;
@@ -396,7 +398,7 @@ finish(struct run *r)
                 r->cpu_exceeded = true;
         v = (struct xb_verdict_in){
                 .exited = res->exited, .exit_code = res->exit_code, .signal = res->signal,
-                .timed_out = r->timed_out, .cpu_exceeded = r->cpu_exceeded, .oom = st.oom_kills > 0,
+                .timed_out = r->timed_out, .cpu_exceeded = r->cpu_exceeded, .oom = st.oom_kills > 0 || r->oom,
                 .output_killed = r->output_killed, .killed_by_request = r->interrupted,
                 .truncated = xb_outbuf_truncated(&res->out) || xb_outbuf_truncated(&res->err),
         };

@@ -706,7 +706,11 @@ handle_event(struct xb_session *ss, json_t *ev)
                         var_drop(vr);
                         return true;
                 }
-                if (!json_is_true(json_object_get(ev, "found"))) {
+                if (json_is_true(json_object_get(ev, "unsupported"))) {
+                        xb_reply_error(vr->req, 400, "variables_unsupported",
+                                       "print the value in a cell instead: only Python sessions can be inspected",
+                                       "the %s kernel cannot be inspected", ss->language);
+                } else if (!json_is_true(json_object_get(ev, "found"))) {
                         xb_reply_error(vr->req, 404, "variable_not_found",
                                        "define it in a cell first; names are case-sensitive", "no variable `%.100s` in "
                                        "this session", json_string_value(json_object_get(ev, "name")) ?: "?");

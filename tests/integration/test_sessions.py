@@ -676,6 +676,32 @@ def test_installed_jupyter_kernel_by_name(nb):
     assert of_type(nb.run(k, "v", status="error"), "error")[0]["name"] == "NameError"
 
 
+def test_r_kernel_works_through_the_same_api(nb):
+    """A kernel that is not Python (IRkernel, Debian's r-cran-irkernel) by its
+    name: state, values, errors, plots as PNG at their URL, data frames as
+    HTML, timeouts that keep the session."""
+    s = nb.new("ir")
+    assert s["language"] == "ir" and s["state"] == "idle", s
+    k = s["id"]
+    res = nb.run(k, "x <- 20\ncat('R', R.version$major, '\\n')\nx + 1")
+    assert text_of(res) == "R 4 \n", res
+    # IRkernel sends a value as display_data, not execute_result
+    assert [o["data"]["text/plain"] for o in res["outputs"] if o["type"] in ("display", "result")] == ["[1] 21"], res
+    res = nb.run(k, "stop('boom')", status="error")
+    e = of_type(res, "error")[0]
+    assert "boom" in e["value"] and not ANSI.search("".join(e["traceback"])), e
+    d = of_type(nb.run(k, "plot(1:10)"), "display")[0]
+    w, h = png_decode(base64.b64decode(d["data"]["image/png"], validate=True))
+    assert w > 50 and h > 50
+    assert png_decode(nb.srv.get(d["url"]).content) == (w, h)
+    res = nb.run(k, "data.frame(a = 1:2, b = c('p', 'q'))")
+    assert "<table" in of_type(res, "display")[0]["data"]["text/html"], res
+    nb.run(k, "Sys.sleep(60)", status="timeout", timeout_s=1)
+    assert "[1] 40" in json.dumps(nb.run(k, "x * 2")["outputs"])
+    r = nb.get(k, "variables/x")
+    expect_error(r, 400, "variables_unsupported")
+
+
 # ---- server-sent events ----
 
 def test_cell_streams_as_server_sent_events(nb):
