@@ -199,6 +199,26 @@ xb_req_header(const struct xb_req *r, const char *name)
 }
 
 const char *
+xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t cap)
+{
+        const char *v = xb_req_header(r, name);
+        size_t n;
+
+        if (!v || cap == 0)
+                return NULL;
+        while (*v == ' ' || *v == '\t')
+                v++;
+        n = strlen(v);
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+                n--;
+        if (n >= cap)
+                n = cap - 1;
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        return buf;
+}
+
+const char *
 xb_req_body(const struct xb_req *r, size_t *len)
 {
         if (len)

@@ -69,6 +69,9 @@ const char *xb_req_param(const struct xb_req *r, unsigned n);
 /* A query argument; NULL if absent. -EINVAL in *err if it holds a NUL byte. */
 const char *xb_req_query(const struct xb_req *r, const char *name, int *err);
 const char *xb_req_header(const struct xb_req *r, const char *name);
+/* The header's value without surrounding blanks, cut to fit buf (cap
+ * bytes with the NUL); NULL when absent. */
+const char *xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t cap);
 const char *xb_req_body(const struct xb_req *r, size_t *len);
 /* Which token authenticated the request (index into opts.tokens), -1 if none. */
 int xb_req_tenant(const struct xb_req *r);

@@ -12,27 +12,6 @@
 
 #include "server/mcp.h"
 
-static const char *
-header(struct xb_req *r, const char *name, char *buf, size_t cap)
-{
-        const char *v = xb_req_header(r, name);
-        size_t n;
-
-        if (!v)
-                return NULL;
-        while (*v == ' ' || *v == '\t')
-                v++;
-        n = strlen(v);
-        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-                n--;
-        if (n >= cap)
-                n = cap - 1;
-        memcpy(buf, v, n);
-        buf[n] = '\0';
-        return buf;
-}
-
-
 static int
 b64val(char c)
 {
@@ -115,7 +94,7 @@ xb_mcp_check_headers(struct xb_req *r, struct xb_mcp *m, json_t *msg, char *why,
         char h[4200], dec[4200];
         const char *name = NULL, *v;
 
-        if (!header(r, "Mcp-Method", h, sizeof(h)))
+        if (!xb_req_header_trim(r, "Mcp-Method", h, sizeof(h)))
                 return "Header mismatch: the Mcp-Method header is missing";
         if (!method || strcmp(h, method)) {
                 snprintf(why, cap, "Header mismatch: Mcp-Method header value '%.64s' does not match body method '%.64s'",
@@ -127,7 +106,7 @@ xb_mcp_check_headers(struct xb_req *r, struct xb_mcp *m, json_t *msg, char *why,
         else if (!strcmp(method, "resources/read"))
                 name = json_string_value(json_object_get(params, "uri"));
         if (name) {
-                if (!header(r, "Mcp-Name", h, sizeof(h)))
+                if (!xb_req_header_trim(r, "Mcp-Name", h, sizeof(h)))
                         return "Header mismatch: the Mcp-Name header is missing";
                 if (header_value(h, dec, sizeof(dec)) < 0 || strcmp(dec, name)) {
                         snprintf(why, cap, "Header mismatch: Mcp-Name header value '%.64s' does not match the body's "
@@ -147,7 +126,7 @@ xb_mcp_check_headers(struct xb_req *r, struct xb_mcp *m, json_t *msg, char *why,
                         if (!hn)
                                 continue;
                         snprintf(hname, sizeof(hname), "Mcp-Param-%.100s", hn);
-                        v = header(r, hname, h, sizeof(h));
+                        v = xb_req_header_trim(r, hname, h, sizeof(h));
                         if (!a || json_is_null(a)) {
                                 if (v) {
                                         snprintf(why, cap, "Header mismatch: %s is sent but `%s` is not in the arguments",

@@ -344,26 +344,6 @@ rpc_error(struct xb_req *r, unsigned status, json_t *id, int code, const char *m
         xb_reply_json(r, status, xb_mcp_error(id, code, msg, data));
 }
 
-static const char *
-header(struct xb_req *r, const char *name, char *buf, size_t cap)
-{
-        const char *v = xb_req_header(r, name);
-        size_t n;
-
-        if (!v)
-                return NULL;
-        while (*v == ' ' || *v == '\t')
-                v++;
-        n = strlen(v);
-        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-                n--;
-        if (n >= cap)
-                n = cap - 1;
-        memcpy(buf, v, n);
-        buf[n] = '\0';
-        return buf;
-}
-
 /* ---- sessions ---- */
 
 static void
@@ -639,8 +619,8 @@ mcp_post(struct xb_req *r)
         const char *body = xb_req_body(r, &len);
         const char *ctype = xb_req_header(r, "Content-Type");
         char sidb[80], verb[48];
-        const char *sid = header(r, "Mcp-Session-Id", sidb, sizeof(sidb));
-        const char *ver = header(r, "MCP-Protocol-Version", verb, sizeof(verb));
+        const char *sid = xb_req_header_trim(r, "Mcp-Session-Id", sidb, sizeof(sidb));
+        const char *ver = xb_req_header_trim(r, "MCP-Protocol-Version", verb, sizeof(verb));
         json_error_t jerr;
         _cleanup_(xb_json_decrefp) json_t *msg = NULL;
         bool modern;
@@ -677,8 +657,8 @@ mcp_get(struct xb_req *r)
 {
         struct xb_server *srv = xb_req_app(r);
         char sidb[80], lastb[64];
-        const char *sid = header(r, "Mcp-Session-Id", sidb, sizeof(sidb));
-        const char *last = header(r, "Last-Event-ID", lastb, sizeof(lastb));
+        const char *sid = xb_req_header_trim(r, "Mcp-Session-Id", sidb, sizeof(sidb));
+        const char *last = xb_req_header_trim(r, "Last-Event-ID", lastb, sizeof(lastb));
         struct sess *s;
         unsigned eid = 0, seq = 0;
 
@@ -750,7 +730,7 @@ mcp_delete(struct xb_req *r)
 {
         struct xb_server *srv = xb_req_app(r);
         char sidb[80];
-        const char *sid = header(r, "Mcp-Session-Id", sidb, sizeof(sidb));
+        const char *sid = xb_req_header_trim(r, "Mcp-Session-Id", sidb, sizeof(sidb));
         struct sess *s;
         struct xb_mcp_client *c;
 
