@@ -20,14 +20,15 @@ endif
 
 PKGS := jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libmicrohttpd is loaded at run time (src/server/mhd.h): only its headers here.
+# libmicrohttpd is loaded at run time (src/transport/mhd.h): only its headers here.
 PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
 MHD_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libmicrohttpd 2>/dev/null)/libmicrohttpd.so 2>/dev/null | awk '/SONAME/{print $$2}')
 CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 
 # seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
 POLICY_SRC := src/sandbox/seccomp_policy.c
-LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c src/server/*.c))
+LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c \
+  src/core/*.c src/ops/*.c src/transport/*.c src/rest/*.c src/plugin/*.c src/mcp/*.c src/daemon/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/sandbox/execspec.c src/base/err.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -13,8 +13,8 @@
 
 #include "base/log.h"
 #include "cli/cli.h"
-#include "server/mcp.h"
-#include "server/server.h"
+#include "mcp/mcp.h"
+#include "core/core.h"
 
 static void
 mcp_usage(FILE *f)
@@ -114,14 +114,7 @@ xb_cmd_mcp(int argc, char **argv)
                                 allow[o.nallow++] = optarg;
                         break;
                 case O_FIXTURES: o.conformance_fixtures = true; break;
-                case O_CGROUP:
-                        if (!strcmp(optarg, "v1"))
-                                o.cgroup_mode = XB_CG_V1;
-                        else if (!strcmp(optarg, "v2"))
-                                o.cgroup_mode = XB_CG_V2;
-                        else if (strcmp(optarg, "auto"))
-                                r = xb_err_msg(&err, EINVAL, "use auto, v1 or v2");
-                        break;
+                case O_CGROUP: r = xb_cgroup_mode_parse(optarg, &o.cgroup_mode, &err); break;
                 case O_VERBOSE: xb_log_set_level(XB_LOG_DEBUG); break;
                 case 'h': mcp_usage(stdout); return 0;
                 default:

@@ -185,13 +185,7 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                         r = 0;
                         break;
                 case OPT_CGROUP:
-                        r = 0;
-                        if (strcmp(optarg, "v1") == 0)
-                                c->cgroup = XB_CG_V1;
-                        else if (strcmp(optarg, "v2") == 0)
-                                c->cgroup = XB_CG_V2;
-                        else if (strcmp(optarg, "auto") != 0)
-                                r = xb_err_msg(err, EINVAL, "--cgroup takes auto, v1 or v2");
+                        r = xb_cgroup_mode_parse(optarg, &c->cgroup, err);
                         break;
                 case OPT_FREEZER:
                         c->freezer = true;

@@ -11,8 +11,8 @@
 
 #include "base/log.h"
 #include "cli/cli.h"
-#include "server/http.h"
-#include "server/server.h"
+#include "transport/http.h"
+#include "core/core.h"
 
 static void
 serve_usage(FILE *f)
@@ -120,14 +120,7 @@ xb_cmd_serve(int argc, char **argv)
                         break;
                 case O_GUIDE: o.require_guide = true; break;
                 case O_FIXTURES: o.conformance_fixtures = true; break;
-                case O_CGROUP:
-                        if (!strcmp(optarg, "v1"))
-                                o.cgroup_mode = XB_CG_V1;
-                        else if (!strcmp(optarg, "v2"))
-                                o.cgroup_mode = XB_CG_V2;
-                        else if (strcmp(optarg, "auto"))
-                                r = xb_err_msg(&err, EINVAL, "use auto, v1 or v2");
-                        break;
+                case O_CGROUP: r = xb_cgroup_mode_parse(optarg, &o.cgroup_mode, &err); break;
                 case O_QUIET: o.quiet = true; xb_log_set_level(XB_LOG_WARN); break;
                 case O_VERBOSE: xb_log_set_level(XB_LOG_DEBUG); break;
                 case 'h': serve_usage(stdout); return 0;

@@ -15,7 +15,7 @@
  * with DELETE and exits.
  *
  * libcurl is loaded with dlopen(3) so that every other execbox command
- * starts without it (as libmicrohttpd is, see src/server/mhd.h). */
+ * starts without it (as libmicrohttpd is, see src/transport/mhd.h). */
 #define _GNU_SOURCE
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>

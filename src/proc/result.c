@@ -2,6 +2,7 @@
 #include "result.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 const char *
 xb_status_name(enum xb_status s)
@@ -14,6 +15,14 @@ xb_status_name(enum xb_status s)
         };
 
         return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
+}
+
+void
+xb_result_set_status(struct xb_result *res, bool exited, int status)
+{
+        res->exited = exited && WIFEXITED(status);
+        res->exit_code = res->exited ? WEXITSTATUS(status) : -1;
+        res->signal = res->exited ? 0 : exited && WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
 }
 
 enum xb_status

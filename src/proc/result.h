@@ -29,6 +29,10 @@ struct xb_result {
         int interrupted_by;   /* the signal that made execbox run stop the command, or 0 */
 };
 
+/* exited, exit_code and signal from a wait status; a command that never
+ * reported one (exited false) was killed with SIGKILL. */
+void xb_result_set_status(struct xb_result *res, bool exited, int status);
+
 /* What ended the run, from the caller's view, to pick a verdict. */
 struct xb_verdict_in {
         bool exited;

@@ -383,14 +383,7 @@ finish(struct run *r)
                 xb_sandbox_kill(r->sb);
         xb_sandbox_end(r->sb);
         xb_sandbox_stats(r->sb, &st);
-        if (r->exited && WIFEXITED(r->status)) {
-                res->exited = true;
-                res->exit_code = WEXITSTATUS(r->status);
-        } else {
-                res->exited = false;
-                res->exit_code = -1;
-                res->signal = r->exited && WIFSIGNALED(r->status) ? WTERMSIG(r->status) : SIGKILL;
-        }
+        xb_result_set_status(res, r->exited, r->status);
         res->wall_ms = (r->t_exit ? r->t_exit : now_ms()) - r->t_spawn;
         res->cpu_ms = st.cpu_ns ? st.cpu_ns / 1000000 : r->rusage_cpu_us / 1000;
         res->peak_memory = st.memory_peak;

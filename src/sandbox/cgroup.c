@@ -130,6 +130,20 @@ v2_has_controllers(int rootfd)
 }
 
 int
+xb_cgroup_mode_parse(const char *s, enum xb_cgroup_mode *ret, struct xb_err *err)
+{
+        if (strcmp(s, "auto") == 0)
+                *ret = XB_CG_AUTO;
+        else if (strcmp(s, "v1") == 0)
+                *ret = XB_CG_V1;
+        else if (strcmp(s, "v2") == 0)
+                *ret = XB_CG_V2;
+        else
+                return xb_err_msg(err, EINVAL, "use auto, v1 or v2");
+        return 0;
+}
+
+int
 xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix, struct xb_cgroup_sys **ret,
                    struct xb_err *err)
 {

@@ -11,6 +11,9 @@
 
 enum xb_cgroup_mode { XB_CG_AUTO, XB_CG_V1, XB_CG_V2 };
 
+/* "auto", "v1" or "v2" (the --cgroup option). */
+int xb_cgroup_mode_parse(const char *s, enum xb_cgroup_mode *ret, struct xb_err *err);
+
 struct xb_cgroup_limits {
         uint64_t memory;      /* bytes, 0 = none; swap is always 0 */
         uint64_t pids;        /* 0 = none */

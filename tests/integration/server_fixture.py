@@ -349,6 +349,22 @@ def expect(r: requests.Response, status: int) -> requests.Response:
     return r
 
 
+def sse_events(resp: requests.Response, t0: float) -> list[tuple[float, str, dict]]:
+    """(seconds since t0, event name, data) for each event, as it arrives."""
+    events, name, data = [], None, []
+    for raw in resp.iter_lines(chunk_size=1):
+        line = raw.decode()
+        if line == "":
+            if name is not None or data:
+                events.append((time.monotonic() - t0, name or "message", json.loads("\n".join(data))))
+            name, data = None, []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+    return events
+
+
 def expect_error(r: requests.Response, status: int, code: str | None = None) -> dict:
     """An error reply: the status, the shape {"error":{"code","message","hint"}}
     with non-empty strings, and the code if given."""

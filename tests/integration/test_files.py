@@ -1,4 +1,4 @@
-"""The file API (src/server/files.c, src/init/init_files.c) against a real
+"""The file API (src/core/files.c, src/init/init_files.c) against a real
 `execbox serve`: round trips of text and binary, Range, parents, modes and
 ownership, list, stat, mkdir, move, delete, a full disk, the upload limit,
 input validation, and the path attacks of invariant 7, each run while a

@@ -1,4 +1,4 @@
-"""Every REST endpoint of src/server/api.c against a real `execbox serve`:
+"""Every REST endpoint of src/rest/api.c against a real `execbox serve`:
 sandboxes (create, list, get, delete, keepalive, expiry), exec (cmd, argv,
 cwd, env, stdin, timeouts, output caps, the soft timeout and reattach by
 offset, server-sent events), background processes, users, and a memory
@@ -16,7 +16,7 @@ import requests
 
 import server_fixture as sf
 import xbhost
-from server_fixture import expect, expect_error, server, server_factory  # noqa: F401
+from server_fixture import expect, expect_error, server, server_factory, sse_events  # noqa: F401
 
 ID_RE = re.compile(r"^[a-z0-9]{26,63}$")
 
@@ -33,22 +33,6 @@ def wait_until(pred, timeout: float, step: float = 0.05):
         if v or time.monotonic() > deadline:
             return v
         time.sleep(step)
-
-
-def sse_events(resp: requests.Response, t0: float) -> list[tuple[float, str, dict]]:
-    """(seconds since t0, event name, data) for each event, as it arrives."""
-    events, name, data = [], None, []
-    for raw in resp.iter_lines(chunk_size=1):
-        line = raw.decode()
-        if line == "":
-            if name is not None or data:
-                events.append((time.monotonic() - t0, name or "message", json.loads("\n".join(data))))
-            name, data = None, []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-    return events
 
 
 # ---- sandboxes ----

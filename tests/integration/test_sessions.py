@@ -23,7 +23,7 @@ import requests
 
 import server_fixture as sf
 import xbhost
-from server_fixture import expect, expect_error, server, server_factory  # noqa: F401
+from server_fixture import expect, expect_error, server, server_factory, sse_events  # noqa: F401
 
 ANSI = re.compile(r"\x1b\[|\x1b\]|\x9b")
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -77,22 +77,6 @@ def text_of(res: dict, name: str = "stdout") -> str:
 
 def of_type(res: dict, t: str) -> list[dict]:
     return [o for o in res["outputs"] if o["type"] == t]
-
-
-def sse_events(resp: requests.Response, t0: float) -> list[tuple[float, str, dict]]:
-    """(seconds since t0, event name, data) for each event, as it arrives."""
-    events, name, data = [], None, []
-    for raw in resp.iter_lines(chunk_size=1):
-        line = raw.decode()
-        if line == "":
-            if name is not None or data:
-                events.append((time.monotonic() - t0, name or "message", json.loads("\n".join(data))))
-            name, data = None, []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-    return events
 
 
 class Notebook:

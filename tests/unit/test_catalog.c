@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "server/catalog.h"
-#include "server/server.h"
+#include "ops/catalog.h"
+#include "rest/openapi_doc.h"
+#include "core/core.h"
 
 #define ROUTES_MAX 256
 
@@ -402,7 +403,7 @@ build_doc(bool auth_optional)
         cr_assert(n > 0 && n < ROUTES_MAX);
         doc = xb_openapi_build(routes, n, "http://127.0.0.1:8000", auth_optional, &undocumented);
         cr_assert(doc, "the OpenAPI document does not build (see stderr)");
-        cr_assert_eq(undocumented, 0, "%zu routes have no entry in src/server/openapi_ops.c; see the "
+        cr_assert_eq(undocumented, 0, "%zu routes have no entry in src/rest/openapi_ops.c; see the "
                      "undocumented_* operations", undocumented);
         return doc;
 }

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "sandbox/limits.h"
-#include "server/loop.h"
-#include "server/mcp_int.h"
+#include "base/loop.h"
+#include "mcp/mcp_int.h"
 
 static struct xb_loop *loop;
 static struct xb_http *router;

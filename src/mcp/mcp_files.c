@@ -1,0 +1,686 @@
+/* MCP over sandbox files: the read_file and edit_file tools, built on the
+ * REST file API (GET and PUT .../files, GET .../files/list) as injected
+ * requests.
+ *
+ * read_file returns numbered lines like `cat -n` (the structured result
+ * keeps them raw), or an image block for PNG, JPEG, GIF and WebP files
+ * recognized by their magic bytes. edit_file is OpenHands' editor: view,
+ * str_replace (exactly one match), insert, and undo_edit from a bounded
+ * per-context history of previous contents; an edit answers with a short
+ * unified diff. Reads take at most MCP_FILE_MAX bytes of a file. The
+ * workspace as resources is in mcp_resources.c. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/utf8.h"
+#include "mcp/mcp_int.h"
+
+#define FILE_MAX MCP_FILE_MAX
+#define IMAGE_MAX (5u << 20)          /* an image bigger than this is not inlined */
+#define VIEW_LINES_MAX 2000           /* lines read_file returns when no range is given */
+#define VIEW_BYTES_MAX (256u << 10)
+#define DIFF_LINES_MAX 40
+#define CONTEXT_LINES 3
+#define HOME "/home/user"
+
+/* ---- bytes ---- */
+
+const char *
+mcp_image_mime(const void *p, size_t n)
+{
+        const unsigned char *b = p;
+
+        if (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8))
+                return "image/png";
+        if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
+                return "image/jpeg";
+        if (n >= 6 && (!memcmp(b, "GIF87a", 6) || !memcmp(b, "GIF89a", 6)))
+                return "image/gif";
+        if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBP", 4))
+                return "image/webp";
+        return NULL;
+}
+
+char *
+mcp_base64(const void *p, size_t n)
+{
+        static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const unsigned char *b = p;
+        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+        size_t i;
+
+        if (!out)
+                return NULL;
+        for (i = 0; i + 2 < n; i += 3) {
+                *o++ = tab[b[i] >> 2];
+                *o++ = tab[((b[i] & 3) << 4) | (b[i + 1] >> 4)];
+                *o++ = tab[((b[i + 1] & 15) << 2) | (b[i + 2] >> 6)];
+                *o++ = tab[b[i + 2] & 63];
+        }
+        if (i < n) {
+                *o++ = tab[b[i] >> 2];
+                if (i + 1 < n) {
+                        *o++ = tab[((b[i] & 3) << 4) | (b[i + 1] >> 4)];
+                        *o++ = tab[(b[i + 1] & 15) << 2];
+                } else {
+                        *o++ = tab[(b[i] & 3) << 4];
+                        *o++ = '=';
+                }
+                *o++ = '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+bool
+mcp_is_binary(const char *p, size_t n)
+{
+        return memchr(p, '\0', XB_MIN(n, (size_t)8192)) != NULL;
+}
+
+/* Start offsets of the lines of s; a final newline starts no line. */
+static size_t *
+line_starts(const char *s, size_t n, size_t *ret_n)
+{
+        size_t cap = 64, k = 0;
+        size_t *v = malloc(cap * sizeof(*v));
+
+        if (!v)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || s[i - 1] == '\n') {
+                        if (k == cap) {
+                                size_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+
+                                if (!nv) {
+                                        free(v);
+                                        return NULL;
+                                }
+                                v = nv;
+                        }
+                        v[k++] = i;
+                }
+        *ret_n = k;
+        return v;
+}
+
+/* "/home/user/x" for a relative x, as the REST API reads it. */
+static char *
+abs_path(const char *p)
+{
+        char *s = NULL;
+
+        if (p[0] == '/')
+                return strdup(p);
+        if (asprintf(&s, HOME "/%s", p) < 0)
+                return NULL;
+        return s;
+}
+
+static void
+numbered(struct xb_buf *b, const char *s, size_t n, const size_t *starts, size_t nlines, size_t from, size_t to)
+{
+        for (size_t l = from; l <= to && l <= nlines; l++) {
+                size_t a = starts[l - 1], e = l < nlines ? starts[l] : n;
+
+                while (e > a && (s[e - 1] == '\n' || s[e - 1] == '\r'))
+                        e--;
+                xb_buf_printf(b, "%6zu\t%.*s\n", l, (int)(e - a), s + a);
+        }
+}
+
+void
+mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_rest_done done)
+{
+        char url[128], range[48];
+        const char *q[] = { "path", path, NULL };
+        const char *h[] = { "Range", range, NULL };
+
+        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files", call->sandbox);
+        snprintf(range, sizeof(range), "bytes=0-%u", FILE_MAX);
+        mcp_rest(call, "GET", url, q, h, NULL, 0, done, NULL);
+}
+
+static bool
+error_code_is(const void *data, size_t len, const char *code)
+{
+        json_t *j = json_loadb(data, len, 0, NULL);
+        bool is = !strcmp(json_string_value(json_object_get(json_object_get(j, "error"), "code")) ?: "", code);
+
+        json_decref(j);
+        return is;
+}
+
+/* ---- read_file ---- */
+
+static void
+read_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const char *path = json_string_value(json_object_get(call->args, "path"));
+        json_t *js = json_object_get(call->args, "start_line"), *je = json_object_get(call->args, "end_line");
+        const char *mime;
+        _cleanup_free_ size_t *starts = NULL;
+        _cleanup_free_ char *clean = NULL;
+        struct xb_buf text = { .max = 2 * VIEW_BYTES_MAX + 4096 }, raw = { .max = 2 * VIEW_BYTES_MAX + 4096 };
+        size_t nlines = 0, from, to, n = len;
+        bool cut = len > FILE_MAX, more;
+        const char *s = data;
+        char msg[400];
+
+        (void)ctype;
+        if (status == 416) {   /* an empty file has no byte 0 */
+                n = 0;
+                s = "";
+        } else if (status >= 400) {
+                if (!mcp_retry_expired(call, status, data, len, mcp_read_file))
+                        mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        if (cut)
+                n = FILE_MAX;
+        if ((mime = mcp_image_mime(s, n))) {
+                _cleanup_free_ char *b64 = NULL;
+
+                if (cut || n > IMAGE_MAX) {
+                        snprintf(msg, sizeof(msg), "Error: %.200s is an image (%s) over %u bytes, too large to show. "
+                                 "Hint: make a smaller copy first, e.g. with Python's PIL.", path, mime, IMAGE_MAX);
+                        mcp_tool_error(call, msg);
+                        return;
+                }
+                b64 = mcp_base64(s, n);
+                snprintf(msg, sizeof(msg), "%.200s: %s image, %zu bytes.", path, mime, n);
+                mcp_tool_done(call, json_pack("[{s:s,s:s,s:s},o]", "type", "image", "data", b64 ? b64 : "", "mimeType",
+                                              mime, mcp_text_block(msg)),
+                              json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I}", "path", path, "content", "", "start_line", 0,
+                                        "end_line", 0, "total_lines", 0, "mime_type", mime, "size", (json_int_t)n));
+                return;
+        }
+        if (mcp_is_binary(s, n)) {
+                snprintf(msg, sizeof(msg), "Error: %.200s is a binary file (%s%zu bytes), not text (binary_file). Hint: "
+                         "inspect it with run_command, e.g. `file PATH` or `xxd PATH | head`.", path,
+                         cut ? "over " : "", n);
+                mcp_tool_error(call, msg);
+                return;
+        }
+        clean = xb_utf8_sanitize(s, n, &n);
+        starts = clean ? line_starts(clean, n, &nlines) : NULL;
+        if (!clean || !starts) {
+                mcp_tool_error(call, "Error: out of memory. Hint: retry.");
+                return;
+        }
+        from = json_is_integer(js) ? (size_t)json_integer_value(js) : 1;
+        to = json_is_integer(je) ? (size_t)json_integer_value(je) : nlines;
+        if (nlines && from > nlines) {
+                snprintf(msg, sizeof(msg), "Error: start_line %zu is past the end of %.200s, which has %zu lines "
+                         "(invalid_range). Hint: ask for lines 1-%zu.", from, path, nlines, nlines);
+                mcp_tool_error(call, msg);
+                return;
+        }
+        if (to < from) {
+                snprintf(msg, sizeof(msg), "Error: end_line %zu is before start_line %zu (invalid_range).", to, from);
+                mcp_tool_error(call, msg);
+                return;
+        }
+        if (to > nlines)
+                to = nlines;
+        /* Bound what one call returns; the model can ask for the rest. */
+        more = false;
+        if (!json_is_integer(je) && to - from + 1 > VIEW_LINES_MAX) {
+                to = from + VIEW_LINES_MAX - 1;
+                more = true;
+        }
+        for (size_t l = from; nlines && l <= to; l++) {
+                size_t a = starts[l - 1], e = l < nlines ? starts[l] : n;
+
+                if (raw.len + (e - a) > VIEW_BYTES_MAX) {
+                        to = l - 1;
+                        more = true;
+                        break;
+                }
+                xb_buf_append(&raw, clean + a, e - a);
+        }
+        if (nlines && to >= from)
+                numbered(&text, clean, n, starts, nlines, from, to);
+        if (!nlines)
+                xb_buf_printf(&text, "(%.200s is empty)\n", path);
+        else if (more || from > 1 || to < nlines)
+                xb_buf_printf(&text, "(lines %zu-%zu of %zu%s; ask for others with start_line and end_line)\n", from,
+                              to, nlines, cut ? " in the first 8 MiB" : "");
+        if (cut)
+                xb_buf_printf(&text, "(the file is over %u bytes: only its start was read; use run_command with "
+                              "`sed -n 'A,Bp' FILE` for the rest)\n", FILE_MAX);
+        mcp_tool_done(call, json_pack("[o]", mcp_text_block(text.data ? text.data : "")),
+                      json_pack("{s:s,s:s%,s:I,s:I,s:I}", "path", path, "content", raw.data ? raw.data : "", raw.len,
+                                "start_line", (json_int_t)(nlines ? from : 0), "end_line",
+                                (json_int_t)(nlines ? to : 0), "total_lines", (json_int_t)nlines));
+        xb_buf_free(&text);
+        xb_buf_free(&raw);
+}
+
+void
+mcp_read_file(struct xb_mcp_call *call)
+{
+        mcp_fetch(call, json_string_value(json_object_get(call->args, "path")), read_done);
+}
+
+/* ---- edit_file ---- */
+
+static void
+edit_record(struct xb_mcp_client *c, const char *sandbox, const char *path, const char *data, size_t len)
+{
+        struct edit_record *r = calloc(1, sizeof(*r));
+
+        if (!r || len > MCP_EDIT_BYTES_MAX || !(r->sandbox = strdup(sandbox)) || !(r->path = strdup(path)) ||
+            !(r->data = malloc(len ? len : 1))) {
+                if (r) {
+                        free(r->sandbox);
+                        free(r->path);
+                }
+                free(r);
+                return;
+        }
+        memcpy(r->data, data, len);
+        r->len = len;
+        r->next = c->edits;
+        c->edits = r;
+        c->nedits++;
+        c->edit_bytes += len;
+        /* Forget the oldest past the bounds. */
+        while (c->nedits > MCP_EDITS_MAX || c->edit_bytes > MCP_EDIT_BYTES_MAX) {
+                struct edit_record **p = &c->edits;
+
+                while ((*p)->next)
+                        p = &(*p)->next;
+                c->nedits--;
+                c->edit_bytes -= (*p)->len;
+                free((*p)->sandbox);
+                free((*p)->path);
+                free((*p)->data);
+                free(*p);
+                *p = NULL;
+        }
+}
+
+static struct edit_record *
+edit_take(struct xb_mcp_client *c, const char *sandbox, const char *path)
+{
+        for (struct edit_record **p = &c->edits; *p; p = &(*p)->next)
+                if (!strcmp((*p)->sandbox, sandbox) && !strcmp((*p)->path, path)) {
+                        struct edit_record *r = *p;
+
+                        *p = r->next;
+                        c->nedits--;
+                        c->edit_bytes -= r->len;
+                        return r;
+                }
+        return NULL;
+}
+
+void
+mcp_edits_free(struct xb_mcp_client *c)
+{
+        for (struct edit_record *r = c->edits, *n; r; r = n) {
+                n = r->next;
+                free(r->sandbox);
+                free(r->path);
+                free(r->data);
+                free(r);
+        }
+        c->edits = NULL;
+}
+
+/* A unified diff of one hunk: the changed lines between the common head
+ * and tail of a and b, with context, at most DIFF_LINES_MAX each way. */
+static void
+diff(struct xb_buf *out, const char *path, const char *a, size_t an, const char *b, size_t bn)
+{
+        _cleanup_free_ size_t *as = NULL, *bs = NULL;
+        size_t na = 0, nb = 0, head = 0, tail = 0, ca, cb;
+
+        as = line_starts(a, an, &na);
+        bs = line_starts(b, bn, &nb);
+        if (!as || !bs)
+                return;
+        while (head < na && head < nb) {
+                size_t la = (head + 1 < na ? as[head + 1] : an) - as[head], lb = (head + 1 < nb ? bs[head + 1] : bn) - bs[head];
+
+                if (la != lb || memcmp(a + as[head], b + bs[head], la))
+                        break;
+                head++;
+        }
+        while (tail < na - head && tail < nb - head) {
+                size_t ia = na - 1 - tail, ib = nb - 1 - tail;
+                size_t la = (ia + 1 < na ? as[ia + 1] : an) - as[ia], lb = (ib + 1 < nb ? bs[ib + 1] : bn) - bs[ib];
+
+                if (la != lb || memcmp(a + as[ia], b + bs[ib], la))
+                        break;
+                tail++;
+        }
+        ca = head > CONTEXT_LINES ? head - CONTEXT_LINES : 0;
+        cb = XB_MIN(tail, (size_t)CONTEXT_LINES);
+        xb_buf_printf(out, "--- %s\n+++ %s\n@@ -%zu,%zu +%zu,%zu @@\n", path, path, ca + 1, na - tail + cb - ca, ca + 1,
+                      nb - tail + cb - ca);
+        for (size_t i = ca; i < head; i++) {
+                const char *p;
+                size_t l;
+
+                p = a + as[i];
+                l = (i + 1 < na ? as[i + 1] : an) - as[i];
+                xb_buf_printf(out, " %.*s%s", (int)l, p, l && p[l - 1] == '\n' ? "" : "\n");
+        }
+        for (size_t i = head, k = 0; i < na - tail; i++, k++) {
+                size_t l = (i + 1 < na ? as[i + 1] : an) - as[i];
+
+                if (k == DIFF_LINES_MAX) {
+                        xb_buf_printf(out, "-... (%zu more lines)\n", na - tail - i);
+                        break;
+                }
+                xb_buf_printf(out, "-%.*s%s", (int)l, a + as[i], l && a[as[i] + l - 1] == '\n' ? "" : "\n");
+        }
+        for (size_t i = head, k = 0; i < nb - tail; i++, k++) {
+                size_t l = (i + 1 < nb ? bs[i + 1] : bn) - bs[i];
+
+                if (k == DIFF_LINES_MAX) {
+                        xb_buf_printf(out, "+... (%zu more lines)\n", nb - tail - i);
+                        break;
+                }
+                xb_buf_printf(out, "+%.*s%s", (int)l, b + bs[i], l && b[bs[i] + l - 1] == '\n' ? "" : "\n");
+        }
+        for (size_t i = nb - tail; i < nb - tail + cb; i++) {
+                size_t l = (i + 1 < nb ? bs[i + 1] : bn) - bs[i];
+
+                xb_buf_printf(out, " %.*s%s", (int)l, b + bs[i], l && b[bs[i] + l - 1] == '\n' ? "" : "\n");
+        }
+}
+
+static void
+put_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const char *cmd = json_string_value(json_object_get(call->args, "command"));
+        const char *path = json_string_value(json_object_get(call->acc, "path"));
+        const char *old = json_string_value(json_object_get(call->acc, "old"));
+        size_t old_len = json_string_length(json_object_get(call->acc, "old"));
+        struct xb_buf out = { .max = 1u << 20 };
+
+        (void)ctype;
+        if (status >= 400) {
+                mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        if (strcmp(cmd, "undo_edit"))
+                edit_record(call->c, call->sandbox, path, old, old_len);
+        mcp_resource_changed(call, path);
+        xb_buf_printf(&out, "%s %s. The change:\n", !strcmp(cmd, "undo_edit") ? "Undid the last edit of" : "Edited",
+                      path);
+        diff(&out, path, old, old_len, call->buf, call->buf_len);
+        xb_buf_puts(&out, strcmp(cmd, "undo_edit") ? "Review the change; edit again if it is not what you meant, or "
+                                                      "revert it with undo_edit.\n" : "");
+        mcp_tool_done(call, json_pack("[o]", mcp_text_block(out.data)),
+                      json_pack("{s:s,s:s}", "path", path, "output", out.data ? out.data : ""));
+        xb_buf_free(&out);
+}
+
+static void
+put(struct xb_mcp_call *call, const char *path)
+{
+        char url[128];
+        const char *q[] = { "path", path, NULL };
+        static const char *const h[] = { "Content-Type", "application/octet-stream", NULL };
+
+        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files", call->sandbox);
+        mcp_rest(call, "PUT", url, q, h, call->buf, call->buf_len, put_done, NULL);
+}
+
+/* Show old_str for an error message: the start of it, on one line. */
+static void
+quote(char *out, size_t cap, const char *s)
+{
+        size_t i = 0;
+
+        for (; *s && i + 4 < cap; s++)
+                out[i++] = *s == '\n' ? ' ' : *s;
+        if (*s && i >= 3)
+                memcpy(out + i - 3, "...", 3);
+        out[i] = '\0';
+}
+
+static void
+edit_view(struct xb_mcp_call *call, const char *path, const char *s, size_t n)
+{
+        json_t *vr = json_object_get(call->args, "view_range");
+        _cleanup_free_ size_t *starts = NULL;
+        size_t nlines = 0, from = 1, to;
+        struct xb_buf out = { .max = 2 * VIEW_BYTES_MAX + 4096 };
+        char msg[300];
+
+        starts = line_starts(s, n, &nlines);
+        if (!starts) {
+                mcp_tool_error(call, "Error: out of memory. Hint: retry.");
+                return;
+        }
+        to = nlines;
+        if (json_is_array(vr)) {
+                json_int_t a = json_integer_value(json_array_get(vr, 0)), b = json_integer_value(json_array_get(vr, 1));
+
+                if (a < 1 || (nlines && (size_t)a > nlines) || (b != -1 && b < a)) {
+                        snprintf(msg, sizeof(msg), "Error: invalid view_range [%lld, %lld]: %s has %zu lines "
+                                 "(invalid_range). Hint: use [first, last] within 1-%zu, last -1 for the end.",
+                                 (long long)a, (long long)b, path, nlines, nlines);
+                        mcp_tool_error(call, msg);
+                        return;
+                }
+                from = (size_t)a;
+                to = b == -1 || (size_t)b > nlines ? nlines : (size_t)b;
+        } else if (nlines > VIEW_LINES_MAX) {
+                to = VIEW_LINES_MAX;
+        }
+        xb_buf_printf(&out, "Here's the result of running `cat -n` on %s:\n", path);
+        numbered(&out, s, n, starts, nlines, from, to);
+        if (to < nlines && !json_is_array(vr))
+                xb_buf_printf(&out, "(%zu more lines; use view_range to see them)\n", nlines - to);
+        mcp_tool_done(call, json_pack("[o]", mcp_text_block(out.data)),
+                      json_pack("{s:s,s:s}", "path", path, "output", out.data ? out.data : ""));
+        xb_buf_free(&out);
+}
+
+static void
+list_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const char *path = json_string_value(json_object_get(call->acc, "path"));
+        json_t *j, *e;
+        struct xb_buf out = { .max = 1u << 20 };
+        size_t i;
+
+        (void)ctype;
+        if (status >= 400) {
+                mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        j = json_loadb(data, len, 0, NULL);
+        xb_buf_printf(&out, "Here's the files and directories up to 2 levels deep in %s, excluding hidden items:\n",
+                      path);
+        json_array_foreach(json_object_get(j, "entries"), i, e) {
+                const char *p = json_string_value(json_object_get(e, "path")) ?: "";
+                const char *name = json_string_value(json_object_get(e, "name")) ?: "";
+
+                if (name[0] == '.' || strstr(p, "/."))
+                        continue;
+                xb_buf_printf(&out, "%s%s\n", p, !strcmp(json_string_value(json_object_get(e, "type")) ?: "", "dir") ? "/" : "");
+        }
+        json_decref(j);
+        mcp_tool_done(call, json_pack("[o]", mcp_text_block(out.data)),
+                      json_pack("{s:s,s:s}", "path", path, "output", out.data ? out.data : ""));
+        xb_buf_free(&out);
+}
+
+static void
+edit_fetched(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const char *cmd = json_string_value(json_object_get(call->args, "command"));
+        const char *path = json_string_value(json_object_get(call->acc, "path"));
+        const char *old_str = json_string_value(json_object_get(call->args, "old_str"));
+        const char *new_str = json_string_value(json_object_get(call->args, "new_str"));
+        const char *s = data;
+        size_t n = len;
+        char msg[600], q[80];
+
+        (void)ctype;
+        if (status == 416) {
+                s = "";
+                n = 0;
+        } else if (status >= 400) {
+                if (!strcmp(cmd, "view") && error_code_is(data, len, "is_a_directory")) {
+                        char url[128];
+                        const char *qs[] = { "path", path, "depth", "2", NULL };
+
+                        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files/list", call->sandbox);
+                        mcp_rest(call, "GET", url, qs, NULL, NULL, 0, list_done, NULL);
+                        return;
+                }
+                if (!mcp_retry_expired(call, status, data, len, mcp_edit_file))
+                        mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        if (n > FILE_MAX || mcp_is_binary(s, n)) {
+                snprintf(msg, sizeof(msg), "Error: %s is %s (not_editable). Hint: edit_file works on text files up to "
+                         "%u bytes; use run_command for others.", path, n > FILE_MAX ? "too large" : "a binary file",
+                         FILE_MAX);
+                mcp_tool_error(call, msg);
+                return;
+        }
+        if (!strcmp(cmd, "view")) {
+                edit_view(call, path, s, n);
+                return;
+        }
+        json_object_set_new(call->acc, "old", json_stringn(s, n));
+        if (!json_object_get(call->acc, "old")) {
+                mcp_tool_error(call, "Error: the file is not valid UTF-8 text (not_editable). Hint: use run_command.");
+                return;
+        }
+        if (!strcmp(cmd, "str_replace")) {
+                size_t ol = strlen(old_str), count = 0, first = 0, nl = new_str ? strlen(new_str) : 0;
+                struct xb_buf lines = { .max = 4096 };
+
+                for (const char *p = s; (p = memmem(p, n - (size_t)(p - s), old_str, ol)); p += ol) {
+                        size_t line = 1;
+
+                        for (const char *x = s; x < p; x++)
+                                line += *x == '\n';
+                        if (!count++)
+                                first = (size_t)(p - s);
+                        xb_buf_printf(&lines, "%s%zu", lines.len ? ", " : "", line);
+                }
+                quote(q, sizeof(q), old_str);
+                if (count != 1) {
+                        if (!count)
+                                snprintf(msg, sizeof(msg), "Error: no replacement was performed: old_str `%s` did not "
+                                         "appear verbatim in %s (no_match). Hint: view the file and copy the exact text, "
+                                         "whitespace included.", q, path);
+                        else
+                                snprintf(msg, sizeof(msg), "Error: no replacement was performed: old_str `%s` occurs %zu "
+                                         "times in %s, on lines %s (not_unique). Hint: include more surrounding lines "
+                                         "so that it matches exactly once.", q, count, path, lines.data ? lines.data : "");
+                        xb_buf_free(&lines);
+                        mcp_tool_error(call, msg);
+                        return;
+                }
+                xb_buf_free(&lines);
+                call->buf_len = n - ol + nl;
+                call->buf = malloc(call->buf_len + 1);
+                if (!call->buf) {
+                        mcp_tool_error(call, "Error: out of memory. Hint: retry.");
+                        return;
+                }
+                memcpy(call->buf, s, first);
+                memcpy(call->buf + first, new_str ? new_str : "", nl);
+                memcpy(call->buf + first + nl, s + first + ol, n - first - ol);
+                put(call, path);
+                return;
+        }
+        if (!strcmp(cmd, "insert")) {
+                _cleanup_free_ size_t *starts = NULL;
+                size_t nlines = 0, at, nl = strlen(new_str);
+                size_t line = (size_t)json_integer_value(json_object_get(call->args, "insert_line"));
+                bool need_nl = n && s[n - 1] != '\n';
+                char *b;
+
+                starts = line_starts(s, n, &nlines);
+                if (!starts) {
+                        mcp_tool_error(call, "Error: out of memory. Hint: retry.");
+                        return;
+                }
+                if (line > nlines) {
+                        snprintf(msg, sizeof(msg), "Error: insert_line %zu is past the end of %s, which has %zu lines "
+                                 "(invalid_range). Hint: use 0 to insert at the top, %zu for the end.", line, path,
+                                 nlines, nlines);
+                        mcp_tool_error(call, msg);
+                        return;
+                }
+                at = line < nlines ? starts[line] : n;
+                need_nl = need_nl && at == n;
+                call->buf = b = malloc(n + nl + 3);
+                if (!b) {
+                        mcp_tool_error(call, "Error: out of memory. Hint: retry.");
+                        return;
+                }
+                memcpy(b, s, at);
+                call->buf_len = at;
+                if (need_nl)
+                        b[call->buf_len++] = '\n';
+                memcpy(b + call->buf_len, new_str, nl);
+                call->buf_len += nl;
+                if (!nl || new_str[nl - 1] != '\n')
+                        b[call->buf_len++] = '\n';
+                memcpy(b + call->buf_len, s + at, n - at);
+                call->buf_len += n - at;
+                put(call, path);
+                return;
+        }
+        /* undo_edit */
+        {
+                struct edit_record *r = edit_take(call->c, call->sandbox, path);
+
+                if (!r) {
+                        snprintf(msg, sizeof(msg), "Error: no edit of %s to undo (no_history). Hint: only edits made "
+                                 "with edit_file in this session can be undone.", path);
+                        mcp_tool_error(call, msg);
+                        return;
+                }
+                call->buf = r->data;
+                call->buf_len = r->len;
+                free(r->sandbox);
+                free(r->path);
+                free(r);
+                put(call, path);
+        }
+}
+
+void
+mcp_edit_file(struct xb_mcp_call *call)
+{
+        const char *cmd = json_string_value(json_object_get(call->args, "command"));
+        _cleanup_free_ char *path = abs_path(json_string_value(json_object_get(call->args, "path")));
+        json_t *old_str = json_object_get(call->args, "old_str"), *new_str = json_object_get(call->args, "new_str");
+        const char *why = NULL;
+
+        if (!strcmp(cmd, "str_replace") && (!json_is_string(old_str) || !json_string_length(old_str)))
+                why = "str_replace needs old_str, the exact text to replace";
+        else if (!strcmp(cmd, "insert") && (!json_is_string(new_str) || !json_is_integer(json_object_get(call->args,
+                                                                                                         "insert_line"))))
+                why = "insert needs insert_line and new_str";
+        if (why || !path) {
+                char msg[200];
+
+                snprintf(msg, sizeof(msg), "Error: %s (invalid_arguments).", why ? why : "out of memory");
+                mcp_tool_error(call, msg);
+                return;
+        }
+        json_decref(call->acc);
+        call->acc = json_pack("{s:s}", "path", path);
+        mcp_fetch(call, path, edit_fetched);
+}

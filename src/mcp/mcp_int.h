@@ -1,0 +1,218 @@
+/* Internals shared by the MCP core's files: mcp.c (JSON-RPC, lifecycle,
+ * contexts, calls, prompts, completion), mcp_tools.c (tools over REST),
+ * mcp_files.c (read_file, edit_file, resources), mcp_fixtures.c (the
+ * conformance suite's fixtures) and mcp_schema.c (argument checking).
+ * Not for the fronts: they use mcp.h. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/catalog.h"
+#include "mcp/mcp.h"
+
+#define MCP_CLIENTS_MAX 1000          /* legacy contexts at once (sessions, stdio) */
+#define MCP_CODE_SESSIONS_MAX 32      /* run_code interpreters remembered per context */
+#define MCP_EDITS_MAX 32              /* undo_edit history per context */
+#define MCP_EDIT_BYTES_MAX (16u << 20)
+#define MCP_SANDBOX_TTL_S 1800        /* the default sandbox's idle time to live */
+
+enum mcp_log_level { LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERROR, LOG_CRITICAL, LOG_ALERT,
+                     LOG_EMERGENCY, LOG_NONE };
+
+struct code_session {
+        struct code_session *next;
+        char *sandbox, *language, *sid;
+};
+
+struct edit_record {
+        struct edit_record *next;     /* newest first */
+        char *sandbox, *path;
+        char *data;                   /* the content before the edit */
+        size_t len;
+};
+
+struct xb_mcp_client {
+        struct xb_mcp *m;
+        struct xb_mcp_client *next;
+        char id[33];
+        int tenant;
+        bool modern;                  /* a tenant's stateless context */
+        char version[16];             /* legacy: agreed at initialize, "" before */
+        json_t *caps;                 /* legacy: the client's capabilities */
+        enum mcp_log_level log_level; /* legacy: logging/setLevel; LOG_NONE before */
+        char *sandbox;                /* the default sandbox, once made */
+        bool creating;                /* its POST /v1/sandboxes is in flight */
+        struct rest_op *op;           /* that request */
+        struct xb_mcp_call *waiters;  /* calls waiting for it */
+        struct xb_mcp_call *calls;    /* in flight */
+        struct code_session *code;
+        unsigned ncode;
+        struct edit_record *edits;
+        unsigned nedits;
+        size_t edit_bytes;
+        json_t *subs;                 /* legacy resources/subscribe: URIs */
+        uint64_t idle_ms, last_ms;
+        struct xb_timer idle;
+        const struct xb_mcp_client_ops *ops;
+        void *ctx;
+        void *front;
+};
+
+struct mrtr_state;
+
+struct xb_mcp {
+        struct xb_mcp_opts o;
+        struct xb_mcp_client *clients;
+        unsigned nclients;
+        struct xb_mcp_client **tenants;
+        struct mrtr_state *states;    /* fixtures: request states handed out */
+        unsigned nstates;
+        bool closing;
+};
+
+struct rest_op;
+struct xb_mcp_call;
+typedef void (*mcp_rest_done)(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data,
+                              size_t len);
+typedef void (*mcp_rest_event)(struct xb_mcp_call *call, const char *name, json_t *data);
+typedef void (*mcp_cont)(struct xb_mcp_call *call);
+typedef void (*mcp_client_done)(struct xb_mcp_client *c, unsigned status, const void *data, size_t len);
+
+struct xb_mcp_call {
+        struct xb_mcp *m;
+        struct xb_mcp_client *c;
+        struct xb_mcp_call *next;     /* in c->calls */
+        struct xb_mcp_call *wait_next;
+        mcp_cont wait_cont;           /* run once the default sandbox exists (or failed) */
+        json_t *id;
+        char method[48];
+        json_t *params;               /* always an object */
+        bool modern;
+        const char *version;          /* the protocol version this call speaks */
+        json_t *progress_token;
+        enum mcp_log_level log_level;
+        json_t *client_caps;
+        const struct xb_mcp_out_ops *out;
+        void *out_ctx;
+        bool in_dispatch, answered, abandoned;
+        struct rest_op *op;           /* the injected request in flight */
+        struct xb_timer timer;
+        /* tool state */
+        const struct xb_tool *tool;
+        json_t *args;
+        char *sandbox;                /* the sandbox the tool acts on */
+        bool on_default, retried;
+        char *sid;                    /* run_code: the interpreter */
+        json_t *acc;                  /* streamed result, edit state, ... */
+        char *buf;                    /* file content being edited */
+        size_t buf_len;
+        uint64_t start_ms, last_progress_ms, bytes;
+        unsigned step;
+        double progress;
+};
+
+/* Append the items of b (stolen) to array a. */
+static inline void
+mcp_extend(json_t *a, json_t *b)
+{
+        json_array_extend(a, b);
+        json_decref(b);
+}
+
+/* ---- mcp.c: answering ---- */
+json_t *mcp_server_info(void);
+enum mcp_log_level mcp_log_level_parse(const char *s);
+/* Steals result; adds resultType and serverInfo for modern calls. */
+void mcp_result(struct xb_mcp_call *call, json_t *result);
+void mcp_fail(struct xb_mcp_call *call, int code, const char *msg, json_t *data, unsigned http_status);
+/* A notification about the call (steals params); dropped once answered. */
+void mcp_notify(struct xb_mcp_call *call, const char *method, json_t *params);
+/* notifications/message if the call's level lets it through. */
+void mcp_log(struct xb_mcp_call *call, enum mcp_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+/* notifications/progress if the request asked for it; total < 0: unknown. */
+void mcp_progress(struct xb_mcp_call *call, double progress, double total, const char *message);
+/* A REST operation for the call, as tenant c->tenant. body may be NULL;
+ * headers a NULL-terminated name, value list. done gets the reply (maybe
+ * before this returns); event the streamed events. */
+void mcp_rest(struct xb_mcp_call *call, const char *method, const char *path, const char *const *query,
+              const char *const *headers, const void *body, size_t len, mcp_rest_done done, mcp_rest_event event);
+void mcp_rest_json(struct xb_mcp_call *call, const char *method, const char *path, json_t *body, mcp_rest_done done);
+/* A REST operation for a context rather than a call (making its sandbox);
+ * cancelled if the context ends first. */
+void mcp_rest_client(struct xb_mcp_client *c, const char *method, const char *path, const char *body,
+                     mcp_client_done done);
+/* Fire and forget (no call): e.g. deleting a sandbox. */
+void mcp_rest_detached(struct xb_mcp *m, int tenant, const char *method, const char *path, const char *body);
+/* The REST error object of a reply ({"error": {...}}) as one line for a model. */
+char *mcp_rest_error_text(unsigned status, const void *data, size_t len, json_t **ret_obj);
+const char *mcp_log_level_name(enum mcp_log_level l);
+char *mcp_guide(struct xb_mcp *m);
+
+/* ---- mcp_methods.c ---- */
+#define MCP_ERA_LEGACY 1u
+#define MCP_ERA_MODERN 2u
+
+struct mcp_method {
+        const char *name;
+        unsigned eras;
+        void (*fn)(struct xb_mcp_call *call);
+};
+
+const struct mcp_method *mcp_method_find(const char *name);
+
+/* ---- mcp_tools.c ---- */
+json_t *mcp_tools_list(struct xb_mcp *m);
+void mcp_tools_call(struct xb_mcp_call *call);
+/* The default sandbox for the call's client, made on first use; cont runs
+ * with call->sandbox set, or after the call was answered with an error. */
+void mcp_need_sandbox(struct xb_mcp_call *call, mcp_cont cont);
+void mcp_forget_sandbox(struct xb_mcp_client *c, const char *id);
+/* After a 404 sandbox_not_found on the default sandbox: make a fresh one
+ * and run cont again (once per call). False if that does not apply. */
+bool mcp_retry_expired(struct xb_mcp_call *call, unsigned status, const void *data, size_t len, mcp_cont cont);
+/* Tool results: isError with the message and hint; or structured. */
+void mcp_tool_error(struct xb_mcp_call *call, const char *text);
+void mcp_tool_rest_error(struct xb_mcp_call *call, unsigned status, const void *data, size_t len);
+void mcp_tool_done(struct xb_mcp_call *call, json_t *content, json_t *structured);
+json_t *mcp_text_block(const char *text);
+
+/* ---- mcp_files.c ---- */
+#define MCP_FILE_MAX (8u << 20)       /* bytes read from a file */
+void mcp_read_file(struct xb_mcp_call *call);
+void mcp_edit_file(struct xb_mcp_call *call);
+/* GET up to MCP_FILE_MAX + 1 bytes of path in call->sandbox. */
+void mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_rest_done done);
+/* NUL bytes near the start: not text. */
+bool mcp_is_binary(const char *p, size_t n);
+
+/* ---- mcp_resources.c ---- */
+void mcp_resources_list(struct xb_mcp_call *call);
+void mcp_resources_read(struct xb_mcp_call *call, const char *uri);
+json_t *mcp_resource_templates(struct xb_mcp *m);
+/* A tool changed a file: notifications/resources/updated to a legacy
+ * context subscribed to it. */
+void mcp_resource_changed(struct xb_mcp_call *call, const char *path);
+void mcp_edits_free(struct xb_mcp_client *c);
+/* "image/png" and the like from magic bytes; NULL if not an image we show. */
+const char *mcp_image_mime(const void *p, size_t n);
+char *mcp_base64(const void *p, size_t n);
+
+/* ---- mcp_fixtures.c (only with --conformance-fixtures) ---- */
+json_t *mcp_fixture_tools(bool modern);
+/* True if name is a fixture tool: then it answered (or will). */
+bool mcp_fixture_call(struct xb_mcp_call *call, const char *name, json_t *args);
+json_t *mcp_fixture_resources(void);
+json_t *mcp_fixture_templates(void);
+/* True if uri is a fixture resource (answered). */
+bool mcp_fixture_read(struct xb_mcp_call *call, const char *uri);
+json_t *mcp_fixture_prompts(bool modern);
+bool mcp_fixture_prompt(struct xb_mcp_call *call, const char *name, json_t *args);
+void mcp_fixture_states_free(struct xb_mcp *m);
+
+/* ---- mcp_schema.c ---- */
+/* Check a tool's arguments against its input schema (the strict subset
+ * the catalog uses, plus the fixtures' plain schemas). -EINVAL with a
+ * message naming the argument. */
+int mcp_args_check(json_t *schema, json_t *args, struct xb_err *err);

@@ -1,0 +1,240 @@
+/* The workspace as MCP resources: the files of a context's default
+ * sandbox as file:/// URIs (listed three levels deep under /home/user,
+ * read as text, or base64 blobs for anything else), the guide as
+ * execbox://guide, and notifications/resources/updated when our own tools
+ * change a subscribed file. Listing or reading never makes a sandbox: a
+ * context without one has no files yet. Not-found is -32002 in the legacy
+ * revisions and -32602 in 2026-07-28, with the URI in data. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/utf8.h"
+#include "mcp/mcp_int.h"
+
+#define RESOURCES_MAX 500
+#define HOME "/home/user"
+
+
+/* file:// + the path, percent-encoding all but RFC 3986 unreserved and '/'. */
+static char *
+file_uri(const char *path)
+{
+        static const char hex[] = "0123456789ABCDEF";
+        struct xb_buf b = { .max = 16384 };
+
+        xb_buf_puts(&b, "file://");
+        for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                    strchr("-._~/", *p))
+                        xb_buf_append(&b, p, 1);
+                else
+                        xb_buf_printf(&b, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+        }
+        return xb_buf_steal(&b);
+}
+
+/* The path of a file:/// URI, percent-decoded; NULL if it is not one or
+ * decodes to a NUL byte. */
+static char *
+uri_path(const char *uri)
+{
+        const char *p = uri + strlen("file://");
+        char *out, *o;
+
+        if (strncmp(uri, "file:///", 8) || strlen(p) > 4096 * 3)
+                return NULL;
+        out = o = malloc(strlen(p) + 1);
+        if (!out)
+                return NULL;
+        for (; *p; p++) {
+                if (*p == '%' && p[1] && p[2]) {
+                        char h[3] = { p[1], p[2], 0 }, *end;
+                        long v = strtol(h, &end, 16);
+
+                        if (*end || v <= 0) {
+                                free(out);
+                                return NULL;
+                        }
+                        *o++ = (char)v;
+                        p += 2;
+                } else
+                        *o++ = *p;
+        }
+        *o = '\0';
+        return out;
+}
+
+static const char *
+mime_for(const char *path, bool text)
+{
+        static const struct { const char *ext, *mime; } m[] = {
+                { ".py", "text/x-python" }, { ".md", "text/markdown" }, { ".json", "application/json" },
+                { ".csv", "text/csv" }, { ".html", "text/html" }, { ".js", "text/javascript" },
+                { ".sh", "text/x-shellscript" }, { ".txt", "text/plain" }, { ".png", "image/png" },
+                { ".jpg", "image/jpeg" }, { ".jpeg", "image/jpeg" }, { ".gif", "image/gif" },
+                { ".svg", "image/svg+xml" }, { ".pdf", "application/pdf" },
+        };
+        const char *dot = strrchr(path, '.');
+
+        for (size_t i = 0; dot && i < ARRAY_SIZE(m); i++)
+                if (!strcmp(dot, m[i].ext))
+                        return m[i].mime;
+        return text ? "text/plain" : "application/octet-stream";
+}
+
+static void
+list_resources_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        json_t *res = json_array(), *j, *e;
+        size_t i;
+
+        (void)ctype;
+        json_array_append_new(res, json_pack("{s:s,s:s,s:s,s:s}", "uri", "execbox://guide", "name", "guide", "title",
+                                             "The execbox usage guide", "mimeType", "text/markdown"));
+        if (call->m->o.fixtures)
+                mcp_extend(res, mcp_fixture_resources());
+        j = status == 200 ? json_loadb(data, len, 0, NULL) : NULL;
+        json_array_foreach(json_object_get(j, "entries"), i, e) {
+                const char *p = json_string_value(json_object_get(e, "path"));
+                char *uri;
+
+                if (!p || strcmp(json_string_value(json_object_get(e, "type")) ?: "", "file") || strstr(p, "/.") ||
+                    json_array_size(res) >= RESOURCES_MAX || !(uri = file_uri(p)))
+                        continue;
+                json_array_append_new(res, json_pack("{s:s,s:s,s:s,s:I}", "uri", uri, "name", p, "mimeType",
+                                                     mime_for(p, true), "size",
+                                                     json_integer_value(json_object_get(e, "size"))));
+                free(uri);
+        }
+        json_decref(j);
+        if (call->modern)
+                mcp_result(call, json_pack("{s:o,s:i,s:s}", "resources", res, "ttlMs", 0, "cacheScope", "private"));
+        else
+                mcp_result(call, json_pack("{s:o}", "resources", res));
+}
+
+void
+mcp_resources_list(struct xb_mcp_call *call)
+{
+        char url[128];
+        static const char *const q[] = { "path", HOME, "depth", "3", NULL };
+
+        /* Listing makes no sandbox: without one there are no files yet. */
+        if (!call->c->sandbox) {
+                list_resources_done(call, 404, NULL, NULL, 0);
+                return;
+        }
+        call->sandbox = strdup(call->c->sandbox);
+        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files/list", call->sandbox);
+        mcp_rest(call, "GET", url, q, NULL, NULL, 0, list_resources_done, NULL);
+}
+
+static void
+not_found(struct xb_mcp_call *call, const char *uri)
+{
+        /* 2026-07-28 settled on -32602; earlier revisions said -32002. */
+        mcp_fail(call, call->modern ? -32602 : -32002, "Resource not found", json_pack("{s:s}", "uri", uri), 200);
+}
+
+static void
+read_resource_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const char *uri = json_string_value(json_object_get(call->params, "uri"));
+        const char *path = json_string_value(json_object_get(call->acc, "path")) ?: "";
+        json_t *c;
+
+        (void)ctype;
+        if (status == 416)
+                len = 0;
+        else if (status >= 400) {
+                _cleanup_free_ char *text = mcp_rest_error_text(status, data, len, NULL);
+
+                if (status == 404)
+                        not_found(call, uri);
+                else
+                        mcp_fail(call, -32603, text ? text : "the file could not be read", NULL, 200);
+                return;
+        }
+        if (len > MCP_FILE_MAX) {
+                mcp_fail(call, -32603, "the file is over 8 MiB; read parts of it with the read_file tool", NULL, 200);
+                return;
+        }
+        if (!mcp_is_binary(data, len) && xb_utf8_valid(data, len))
+                c = json_pack("{s:s,s:s,s:s%}", "uri", uri, "mimeType", mime_for(path, true), "text", (const char *)data,
+                              len);
+        else {
+                _cleanup_free_ char *b64 = mcp_base64(data, len);
+                const char *mime = mcp_image_mime(data, len);
+
+                c = json_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType", mime ? mime : mime_for(path, false), "blob",
+                              b64 ? b64 : "");
+        }
+        if (call->modern)
+                mcp_result(call, json_pack("{s:[o],s:i,s:s}", "contents", c, "ttlMs", 0, "cacheScope", "private"));
+        else
+                mcp_result(call, json_pack("{s:[o]}", "contents", c));
+}
+
+void
+mcp_resources_read(struct xb_mcp_call *call, const char *uri)
+{
+        if (!strcmp(uri, "execbox://guide")) {
+                _cleanup_free_ char *g = mcp_guide(call->m);
+                json_t *r = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType", "text/markdown", "text",
+                                      g ? g : "");
+
+                if (call->modern) {
+                        json_object_set_new(r, "ttlMs", json_integer(300000));
+                        json_object_set_new(r, "cacheScope", json_string("public"));
+                }
+                mcp_result(call, r);
+                return;
+        }
+        _cleanup_free_ char *path = uri_path(uri);
+
+        /* Without a default sandbox there are no files yet: none is made. */
+        if (!path || !call->c->sandbox) {
+                not_found(call, uri);
+                return;
+        }
+        call->sandbox = strdup(call->c->sandbox);
+        call->acc = json_pack("{s:s}", "path", path);
+        mcp_fetch(call, path, read_resource_done);
+}
+
+void
+mcp_resource_changed(struct xb_mcp_call *call, const char *path)
+{
+        struct xb_mcp_client *c = call->c;
+        _cleanup_free_ char *uri = NULL;
+        json_t *v;
+        size_t i;
+
+        /* Resources are the default sandbox's files. */
+        if (!json_array_size(c->subs) || !c->ops || !c->ops->notify || !path || !call->sandbox || !c->sandbox ||
+            strcmp(call->sandbox, c->sandbox) || !(uri = file_uri(path)))
+                return;
+        json_array_foreach(c->subs, i, v)
+                if (!strcmp(json_string_value(v) ?: "", uri)) {
+                        json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method",
+                                              "notifications/resources/updated", "params", "uri", uri);
+
+                        c->ops->notify(c->ctx, n);
+                        json_decref(n);
+                        return;
+                }
+}
+
+json_t *
+mcp_resource_templates(struct xb_mcp *m)
+{
+        (void)m;
+        return json_pack("[{s:s,s:s,s:s,s:s}]", "uriTemplate", "file:///{+path}", "name", "workspace-file", "title",
+                         "A file in your default sandbox", "description",
+                         "Any file in your default sandbox by absolute path, e.g. file:///home/user/report.csv; text "
+                         "comes back as text, anything else as a base64 blob.");
+}

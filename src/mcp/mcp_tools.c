@@ -1,0 +1,753 @@
+/* MCP tools over the REST API. A catalog tool with a REST operation is
+ * mapped by xb_catalog_rest_call and run as an injected request; its JSON
+ * reply becomes structuredContent and a plain-text rendering for clients
+ * that show only content. run_code picks an interpreter per context,
+ * sandbox and language; read_file and edit_file live in mcp_files.c.
+ *
+ * A REST error (4xx/5xx) becomes a tool result with isError and the
+ * error's message and hint, never a JSON-RPC error. It carries no
+ * structuredContent: clients check that against the tool's output schema,
+ * even on errors. When a context's default sandbox has expired under it,
+ * a fresh one is made and the call retried once. While a call runs, a
+ * request with a progressToken gets notifications/progress: output as it
+ * comes for run_command, and a heartbeat every few seconds for all tools. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "ops/jsonv.h"
+#include "mcp/mcp_int.h"
+
+#define HEARTBEAT_MS 5000
+#define PROGRESS_GAP_MS 250
+
+json_t *
+mcp_tools_list(struct xb_mcp *m)
+{
+        (void)m;
+        return xb_catalog_list_json(XB_TOOLS_MCP);
+}
+
+json_t *
+mcp_text_block(const char *text)
+{
+        return json_pack("{s:s,s:s}", "type", "text", "text", text ? text : "");
+}
+
+/* ---- results ---- */
+
+void
+mcp_tool_error(struct xb_mcp_call *call, const char *text)
+{
+        mcp_result(call, json_pack("{s:[o],s:b}", "content", mcp_text_block(text), "isError", 1));
+}
+
+void
+mcp_tool_rest_error(struct xb_mcp_call *call, unsigned status, const void *data, size_t len)
+{
+        _cleanup_free_ char *text = mcp_rest_error_text(status, data, len, NULL);
+
+        mcp_tool_error(call, text ? text : "Error: the operation failed.");
+}
+
+void
+mcp_tool_done(struct xb_mcp_call *call, json_t *content, json_t *structured)
+{
+        json_t *r = json_pack("{s:o}", "content", content ? content : json_array());
+
+        if (structured) {
+                if (call->sandbox && json_is_object(structured) && !json_object_get(structured, "sandbox_id"))
+                        json_object_set_new(structured, "sandbox_id", json_string(call->sandbox));
+                json_object_set_new(r, "structuredContent", structured);
+        }
+        if (call->modern && call->sandbox) {
+                /* Stateless clients keep the handle themselves. */
+                char t[96];
+
+                snprintf(t, sizeof(t), "[sandbox_id: %s]", call->sandbox);
+                json_array_append_new(json_object_get(r, "content"), mcp_text_block(t));
+        }
+        mcp_result(call, r);
+}
+
+/* ---- the default sandbox ---- */
+
+void
+mcp_forget_sandbox(struct xb_mcp_client *c, const char *id)
+{
+        if (c->sandbox && !strcmp(c->sandbox, id)) {
+                free(c->sandbox);
+                c->sandbox = NULL;
+        }
+        for (struct code_session **p = &c->code; *p;) {
+                struct code_session *s = *p;
+
+                if (!strcmp(s->sandbox, id)) {
+                        *p = s->next;
+                        free(s->sandbox);
+                        free(s->language);
+                        free(s->sid);
+                        free(s);
+                        c->ncode--;
+                } else
+                        p = &s->next;
+        }
+}
+
+static void
+sandbox_made(struct xb_mcp_client *c, unsigned status, const void *data, size_t len)
+{
+        struct xb_mcp_call *w = c->waiters, *next;
+        json_t *j = status == 201 ? json_loadb(data, len, 0, NULL) : NULL;
+        const char *id = json_string_value(json_object_get(j, "id"));
+
+        c->creating = false;
+        c->waiters = NULL;
+        if (id) {
+                free(c->sandbox);
+                c->sandbox = strdup(id);
+                if (c->modern)
+                        xb_info("mcp: sandbox %s is the default of tenant %d's stateless requests", id, c->tenant);
+                else
+                        xb_info("mcp: sandbox %s is the default of session %.8s…", id, c->id);
+        }
+        for (; w; w = next) {
+                next = w->wait_next;
+                w->wait_next = NULL;
+                if (w->answered || w->abandoned)
+                        continue;
+                if (c->sandbox) {
+                        free(w->sandbox);
+                        w->sandbox = strdup(c->sandbox);
+                        w->on_default = true;
+                        mcp_log(w, LOG_INFO, "created sandbox %s as your default", c->sandbox);
+                        w->wait_cont(w);
+                } else
+                        mcp_tool_rest_error(w, status, data, len);
+        }
+        json_decref(j);
+}
+
+void
+mcp_need_sandbox(struct xb_mcp_call *call, mcp_cont cont)
+{
+        struct xb_mcp_client *c = call->c;
+        _cleanup_free_ char *body = NULL;
+
+        if (c->sandbox) {
+                free(call->sandbox);
+                call->sandbox = strdup(c->sandbox);
+                call->on_default = true;
+                cont(call);
+                return;
+        }
+        call->wait_cont = cont;
+        call->wait_next = c->waiters;
+        c->waiters = call;
+        if (c->creating)
+                return;
+        c->creating = true;
+        if (asprintf(&body, "{\"timeout_s\": %d, \"metadata\": {\"created_by\": \"mcp\", \"mcp_context\": \"%.8s\"}}",
+                     MCP_SANDBOX_TTL_S, c->modern ? "stateless" : c->id) < 0)
+                body = NULL;
+        mcp_rest_client(c, "POST", "/v1/sandboxes", body ? body : "{}", sandbox_made);
+}
+
+/* The call's sandbox from its arguments, or the default. */
+static void
+with_sandbox(struct xb_mcp_call *call, mcp_cont cont)
+{
+        const char *id = json_string_value(json_object_get(call->args, "sandbox_id"));
+
+        if (id) {
+                free(call->sandbox);
+                call->sandbox = strdup(id);
+                cont(call);
+                return;
+        }
+        mcp_need_sandbox(call, cont);
+}
+
+/* A default sandbox that expired under the call: make a new one, once. */
+bool
+mcp_retry_expired(struct xb_mcp_call *call, unsigned status, const void *data, size_t len, mcp_cont cont)
+{
+        json_t *j, *e;
+        bool gone;
+
+        if (status != 404 || !call->on_default || call->retried)
+                return false;
+        j = json_loadb(data, len, 0, NULL);
+        e = json_object_get(j, "error");
+        gone = !strcmp(json_string_value(json_object_get(e, "code")) ?: "", "sandbox_not_found");
+        json_decref(j);
+        if (!gone)
+                return false;
+        call->retried = true;
+        mcp_log(call, LOG_WARNING, "your default sandbox %s had expired; using a fresh one", call->sandbox);
+        mcp_forget_sandbox(call->c, call->sandbox);
+        mcp_need_sandbox(call, cont);
+        return true;
+}
+
+/* ---- progress ---- */
+
+static void
+heartbeat(struct xb_timer *t)
+{
+        struct xb_mcp_call *call = t->data;
+        double s = (double)(xb_now_ms() - call->start_ms) / 1000.0;
+        char msg[80];
+
+        if (s > call->progress) {
+                call->progress = s;
+                snprintf(msg, sizeof(msg), "still running after %.0f s", s);
+                mcp_progress(call, s, -1, msg);
+        }
+        xb_timer_start(call->m->o.loop, &call->timer, HEARTBEAT_MS, heartbeat, call);
+}
+
+/* The last non-empty line of some output, shortened, for a progress message. */
+static void
+last_line(const char *s, size_t n, char *out, size_t cap)
+{
+        size_t end = n, start;
+
+        while (end && (s[end - 1] == '\n' || s[end - 1] == '\r'))
+                end--;
+        start = end;
+        while (start && s[start - 1] != '\n')
+                start--;
+        if (end - start >= cap)
+                start = end - (cap - 1);
+        memcpy(out, s + start, end - start);
+        out[end - start] = '\0';
+}
+
+/* Events of a streamed exec: output becomes progress, the result is kept. */
+static void
+exec_event(struct xb_mcp_call *call, const char *name, json_t *data)
+{
+        uint64_t now = xb_now_ms();
+
+        if (!strcmp(name, "result")) {
+                json_decref(call->acc);
+                call->acc = json_incref(data);
+                return;
+        }
+        if (strcmp(name, "stdout") && strcmp(name, "stderr"))
+                return;
+        call->bytes += json_string_length(json_object_get(data, "data"));
+        if (now - call->last_progress_ms >= PROGRESS_GAP_MS) {
+                double s = (double)(now - call->start_ms) / 1000.0;
+                char line[128], msg[200];
+                json_t *d = json_object_get(data, "data");
+
+                if (s <= call->progress)
+                        return;
+                call->last_progress_ms = now;
+                call->progress = s;
+                last_line(json_string_value(d) ?: "", json_string_length(d), line, sizeof(line));
+                snprintf(msg, sizeof(msg), "%.1f s, %llu bytes of output%s%s", s, (unsigned long long)call->bytes,
+                         line[0] ? ": " : "", line);
+                mcp_progress(call, s, -1, msg);
+        }
+}
+
+/* ---- rendering ---- */
+
+static void
+put_stream(struct xb_buf *b, const char *name, json_t *v)
+{
+        const char *s = json_string_value(v);
+
+        if (!s || !*s)
+                return;
+        xb_buf_printf(b, "--- %s ---\n%s%s", name, s, s[strlen(s) - 1] == '\n' ? "" : "\n");
+}
+
+static char *
+render_result(json_t *o)
+{
+        struct xb_buf b = { .max = 64u << 20 };
+        const char *status = json_string_value(json_object_get(o, "status")) ?: "?";
+        json_int_t ms = json_integer_value(json_object_get(o, "duration_ms"));
+        json_t *code = json_object_get(o, "exit_code"), *sig = json_object_get(o, "signal");
+
+        if (!strcmp(status, "running"))
+                xb_buf_printf(&b, "Still running as pid %lld after %.1f s, with no output for a while. Continue with "
+                              "process_read {\"pid\": %lld, \"stdout_offset\": %lld, \"stderr_offset\": %lld, "
+                              "\"wait_s\": 30}, send input with process_input, or stop it with process_kill.\n",
+                              (long long)json_integer_value(json_object_get(o, "pid")), (double)ms / 1000.0,
+                              (long long)json_integer_value(json_object_get(o, "pid")),
+                              (long long)json_integer_value(json_object_get(o, "stdout_offset")),
+                              (long long)json_integer_value(json_object_get(o, "stderr_offset")));
+        else if (json_is_integer(code))
+                xb_buf_printf(&b, "Exit code %lld (%s) in %.3f s.\n", (long long)json_integer_value(code), status,
+                              (double)ms / 1000.0);
+        else
+                xb_buf_printf(&b, "Ended with status %s%s%.0lld after %.3f s.\n", status,
+                              json_is_integer(sig) ? ", signal " : "", (long long)json_integer_value(sig),
+                              (double)ms / 1000.0);
+        put_stream(&b, "stdout", json_object_get(o, "stdout"));
+        put_stream(&b, "stderr", json_object_get(o, "stderr"));
+        if (!json_string_length(json_object_get(o, "stdout")) && !json_string_length(json_object_get(o, "stderr")))
+                xb_buf_puts(&b, "(no output)\n");
+        return xb_buf_steal(&b);
+}
+
+static char *
+render_output(json_t *o)
+{
+        struct xb_buf b = { .max = 64u << 20 };
+        bool running = json_is_true(json_object_get(o, "running"));
+        json_t *code = json_object_get(o, "exit_code");
+
+        if (running)
+                xb_buf_printf(&b, "pid %lld is still running.", (long long)json_integer_value(json_object_get(o, "pid")));
+        else if (json_is_integer(code))
+                xb_buf_printf(&b, "pid %lld has finished (%s, exit code %lld).",
+                              (long long)json_integer_value(json_object_get(o, "pid")),
+                              json_string_value(json_object_get(o, "status")) ?: "?", (long long)json_integer_value(code));
+        else
+                xb_buf_printf(&b, "pid %lld has finished (%s).", (long long)json_integer_value(json_object_get(o, "pid")),
+                              json_string_value(json_object_get(o, "status")) ?: "?");
+        xb_buf_printf(&b, " Next read from stdout_offset %lld, stderr_offset %lld.\n",
+                      (long long)json_integer_value(json_object_get(o, "stdout_offset")),
+                      (long long)json_integer_value(json_object_get(o, "stderr_offset")));
+        put_stream(&b, "stdout", json_object_get(o, "stdout"));
+        put_stream(&b, "stderr", json_object_get(o, "stderr"));
+        return xb_buf_steal(&b);
+}
+
+static char *
+render_listing(json_t *o)
+{
+        struct xb_buf b = { .max = 16u << 20 };
+        json_t *e;
+        size_t i;
+
+        xb_buf_printf(&b, "%s: %lld entries%s\n", json_string_value(json_object_get(o, "path")) ?: "",
+                      (long long)json_integer_value(json_object_get(o, "count")),
+                      json_is_true(json_object_get(o, "truncated")) ? " (truncated)" : "");
+        json_array_foreach(json_object_get(o, "entries"), i, e) {
+                const char *type = json_string_value(json_object_get(e, "type")) ?: "other";
+
+                xb_buf_printf(&b, "%c %s %10lld %.19s %s%s\n", type[0] == 'f' ? '-' : type[0] == 'o' ? '?' : type[0],
+                              json_string_value(json_object_get(e, "mode")) ?: "",
+                              (long long)json_integer_value(json_object_get(e, "size")),
+                              json_string_value(json_object_get(e, "mtime")) ?: "",
+                              json_string_value(json_object_get(e, "path")) ?: "", !strcmp(type, "dir") ? "/" : "");
+        }
+        return xb_buf_steal(&b);
+}
+
+static char *
+render(const struct xb_tool *t, json_t *o)
+{
+        const char *n = t->name;
+        char *s = NULL;
+
+        if (!strcmp(n, "run_command"))
+                return render_result(o);
+        if (!strcmp(n, "process_read"))
+                return render_output(o);
+        if (!strcmp(n, "list_files"))
+                return render_listing(o);
+        if (!strcmp(n, "get_guide"))
+                return strdup(json_string_value(json_object_get(o, "guide")) ?: "");
+        if (!strcmp(n, "write_file") &&
+            asprintf(&s, "Wrote %lld bytes to %s (its size is now %lld bytes).",
+                     (long long)json_integer_value(json_object_get(o, "written")),
+                     json_string_value(json_object_get(o, "path")) ?: "",
+                     (long long)json_integer_value(json_object_get(o, "size"))) >= 0)
+                return s;
+        if (!strcmp(n, "process_start") &&
+            asprintf(&s, "Started pid %lld: %s. Read its output with process_read {\"pid\": %lld}; stop it with "
+                     "process_kill.", (long long)json_integer_value(json_object_get(o, "pid")),
+                     json_string_value(json_object_get(o, "cmd")) ?: "",
+                     (long long)json_integer_value(json_object_get(o, "pid"))) >= 0)
+                return s;
+        if (!strcmp(n, "sandbox_create") &&
+            asprintf(&s, "Created sandbox %s. Pass \"sandbox_id\": \"%s\" to the other tools to use it; it is deleted "
+                     "after %lld s without use.\n", json_string_value(json_object_get(o, "id")) ?: "",
+                     json_string_value(json_object_get(o, "id")) ?: "",
+                     (long long)json_integer_value(json_object_get(o, "timeout_s"))) >= 0)
+                return s;
+        if (!strcmp(n, "sandbox_delete") &&
+            asprintf(&s, "Deleted sandbox %s.", json_string_value(json_object_get(o, "id")) ?: "") >= 0)
+                return s;
+        return json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+}
+
+/* ---- tools with one REST operation ---- */
+
+static void generic_go(struct xb_mcp_call *call);
+
+static void
+generic_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const struct xb_tool *t = call->tool;
+        json_t *o = NULL;
+        _cleanup_free_ char *text = NULL;
+
+        xb_timer_stop(&call->timer);
+        if (status >= 400) {
+                if (!mcp_retry_expired(call, status, data, len, generic_go))
+                        mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        switch (t->rest.reply) {
+        case XB_REPLY_EMPTY:
+                o = json_pack("{s:s,s:b}", "id", call->sandbox ? call->sandbox : "", "deleted", 1);
+                if (!strcmp(t->name, "sandbox_delete") && call->sandbox) {
+                        mcp_forget_sandbox(call->c, call->sandbox);
+                        free(call->sandbox);
+                        call->sandbox = NULL;   /* gone: not worth naming in the result */
+                }
+                break;
+        case XB_REPLY_TEXT:
+                o = json_pack("{s:s%}", "guide", (const char *)data, len);
+                break;
+        default:
+                if (ctype && strstr(ctype, "event-stream"))
+                        o = json_incref(call->acc);
+                else
+                        o = json_loadb(data, len, 0, NULL);
+                break;
+        }
+        if (!json_is_object(o)) {
+                json_decref(o);
+                mcp_tool_error(call, "Error: the server's reply could not be read. Hint: retry.");
+                return;
+        }
+        if (!strcmp(t->name, "run_command") && !strcmp(json_string_value(json_object_get(o, "status")) ?: "", "running"))
+                json_object_set_new(o, "hint", json_string("the command is still running: call process_read with this "
+                                                           "pid, stdout_offset and stderr_offset (and wait_s) for more "
+                                                           "output, process_input to type into it, or process_kill to "
+                                                           "stop it"));
+        if (!strcmp(t->name, "sandbox_create"))
+                mcp_log(call, LOG_INFO, "created sandbox %s", json_string_value(json_object_get(o, "id")) ?: "");
+        if (!strcmp(t->name, "write_file"))
+                mcp_resource_changed(call, json_string_value(json_object_get(o, "path")));
+        text = render(t, o);
+        mcp_tool_done(call, json_pack("[o]", mcp_text_block(text)), o);
+}
+
+static void
+generic_go(struct xb_mcp_call *call)
+{
+        static const char *const json_hdrs[] = { "Content-Type", "application/json", "Accept", "application/json", NULL };
+        static const char *const sse_hdrs[] = { "Content-Type", "application/json", "Accept", "text/event-stream", NULL };
+        static const char *const raw_hdrs[] = { "Content-Type", "application/octet-stream", NULL };
+        struct xb_rest_defaults d = { .sandbox = call->sandbox, .session = call->sid };
+        struct xb_rest_call rc = { 0 };
+        struct xb_err err = { 0 };
+        _cleanup_free_ char *body = NULL;
+        bool stream = call->progress_token && !strcmp(call->tool->name, "run_command");
+        char msg[600];
+
+        if (xb_catalog_rest_call(call->tool, call->args, &d, &rc, &err) < 0) {
+                snprintf(msg, sizeof(msg), "Error: %s (invalid_arguments). Hint: fix the argument and call %s again.",
+                         err.msg, call->tool->name);
+                mcp_tool_error(call, msg);
+                return;
+        }
+        if (rc.body)
+                body = json_dumps(rc.body, JSON_COMPACT);
+        if (call->progress_token) {
+                call->last_progress_ms = 0;
+                xb_timer_start(call->m->o.loop, &call->timer, HEARTBEAT_MS, heartbeat, call);
+        }
+        mcp_rest(call, rc.method, rc.path, (const char *const *)rc.query,
+                 rc.raw ? raw_hdrs : stream ? sse_hdrs : json_hdrs, rc.raw ? rc.raw : body,
+                 rc.raw ? rc.raw_len : body ? strlen(body) : 0, generic_done, stream ? exec_event : NULL);
+        xb_rest_call_free(&rc);
+}
+
+/* ---- run_code ---- */
+
+static void code_go(struct xb_mcp_call *call);
+
+/* IPython colors its tracebacks: drop the escape sequences. */
+static char *
+strip_ansi(const char *s)
+{
+        char *out = malloc(strlen(s) + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        while (*s) {
+                if (s[0] == '\x1b' && s[1] == '[') {
+                        s += 2;
+                        while (*s && !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+                                s++;
+                        if (*s)
+                                s++;
+                        continue;
+                }
+                *o++ = *s++;
+        }
+        *o = '\0';
+        return out;
+}
+
+static void
+add_text(json_t *content, struct xb_buf *pending)
+{
+        if (pending->len) {
+                json_array_append_new(content, json_pack("{s:s,s:s%}", "type", "text", "text", pending->data,
+                                                         pending->len));
+                xb_buf_reset(pending);
+        }
+}
+
+/* A cell's outputs as content blocks: text, and images as image blocks.
+ * The structured copy keeps image URLs but not their base64. */
+static json_t *
+cell_content(json_t *cell)
+{
+        json_t *content = json_array(), *o, *outs = json_object_get(cell, "outputs");
+        struct xb_buf text = { .max = 64u << 20 };
+        const char *status = json_string_value(json_object_get(cell, "status")) ?: "?";
+        size_t i;
+
+        xb_buf_printf(&text, "[%s, execution %lld, %.3f s]\n", status,
+                      (long long)json_integer_value(json_object_get(cell, "execution_count")),
+                      (double)json_integer_value(json_object_get(cell, "duration_ms")) / 1000.0);
+        json_array_foreach(outs, i, o) {
+                const char *type = json_string_value(json_object_get(o, "type")) ?: "";
+                json_t *data = json_object_get(o, "data");
+
+                if (!strcmp(type, "stream")) {
+                        xb_buf_puts(&text, json_string_value(json_object_get(o, "text")) ?: "");
+                } else if (!strcmp(type, "error")) {
+                        json_t *tb = json_object_get(o, "traceback"), *l;
+                        size_t k;
+
+                        json_array_foreach(tb, k, l) {
+                                _cleanup_free_ char *clean = strip_ansi(json_string_value(l) ?: "");
+
+                                xb_buf_printf(&text, "%s\n", clean ? clean : "");
+                        }
+                        if (!json_array_size(tb))
+                                xb_buf_printf(&text, "%s: %s\n", json_string_value(json_object_get(o, "name")) ?: "Error",
+                                              json_string_value(json_object_get(o, "value")) ?: "");
+                } else if (!strcmp(type, "exit")) {
+                        xb_buf_printf(&text, "[exit code %lld]\n", (long long)json_integer_value(json_object_get(o, "exit_code")));
+                } else if (json_is_object(data)) {
+                        static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
+                        bool shown = false;
+
+                        for (size_t k = 0; k < ARRAY_SIZE(images); k++) {
+                                json_t *img = json_object_get(data, images[k]);
+
+                                if (json_is_string(img) && !shown) {
+                                        add_text(content, &text);
+                                        json_array_append_new(content, json_pack("{s:s,s:O,s:s}", "type", "image",
+                                                                                 "data", img, "mimeType", images[k]));
+                                        shown = true;
+                                }
+                                json_object_del(data, images[k]);
+                        }
+                        if (!shown && json_is_string(json_object_get(data, "text/plain")))
+                                xb_buf_printf(&text, "%s%s\n", !strcmp(type, "result") ? "Out: " : "",
+                                              json_string_value(json_object_get(data, "text/plain")));
+                }
+        }
+        if (json_is_string(json_object_get(cell, "hint")))
+                xb_buf_printf(&text, "\n(%s)\n", json_string_value(json_object_get(cell, "hint")));
+        add_text(content, &text);
+        xb_buf_free(&text);
+        return content;
+}
+
+static struct code_session *
+code_find(struct xb_mcp_client *c, const char *sandbox, const char *lang)
+{
+        for (struct code_session *s = c->code; s; s = s->next)
+                if (!strcmp(s->sandbox, sandbox) && !strcmp(s->language, lang))
+                        return s;
+        return NULL;
+}
+
+static void
+code_forget(struct xb_mcp_client *c, const char *sandbox, const char *lang)
+{
+        for (struct code_session **p = &c->code; *p; p = &(*p)->next)
+                if (!strcmp((*p)->sandbox, sandbox) && !strcmp((*p)->language, lang)) {
+                        struct code_session *s = *p;
+
+                        *p = s->next;
+                        free(s->sandbox);
+                        free(s->language);
+                        free(s->sid);
+                        free(s);
+                        c->ncode--;
+                        return;
+                }
+}
+
+static void
+code_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        const char *lang = json_string_value(json_object_get(call->args, "language"));
+        json_t *cell, *content;
+
+        (void)ctype;
+        xb_timer_stop(&call->timer);
+        if (status >= 400) {
+                json_t *j = json_loadb(data, len, 0, NULL);
+                bool gone = status == 404 &&
+                            !strcmp(json_string_value(json_object_get(json_object_get(j, "error"), "code")) ?: "",
+                                    "session_not_found");
+
+                json_decref(j);
+                if (gone && !call->retried) {
+                        call->retried = true;
+                        code_forget(call->c, call->sandbox, lang);
+                        code_go(call);
+                        return;
+                }
+                if (!mcp_retry_expired(call, status, data, len, code_go))
+                        mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        cell = json_loadb(data, len, 0, NULL);
+        if (!json_is_object(cell)) {
+                json_decref(cell);
+                mcp_tool_error(call, "Error: the interpreter's reply could not be read. Hint: retry.");
+                return;
+        }
+        if (!strcmp(json_string_value(json_object_get(cell, "status")) ?: "", "dead"))
+                code_forget(call->c, call->sandbox, lang);   /* a fresh one next time */
+        content = cell_content(cell);
+        mcp_tool_done(call, content, cell);
+}
+
+static void
+code_run(struct xb_mcp_call *call)
+{
+        char path[256];
+        json_t *body = json_pack("{s:O}", "code", json_object_get(call->args, "code"));
+        json_t *t = json_object_get(call->args, "timeout_s");
+
+        if (json_is_number(t))
+                json_object_set(body, "timeout_s", t);
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions/%s/run", call->sandbox, call->sid);
+        if (call->progress_token)
+                xb_timer_start(call->m->o.loop, &call->timer, HEARTBEAT_MS, heartbeat, call);
+        mcp_rest_json(call, "POST", path, body, code_done);
+        json_decref(body);
+}
+
+static void
+code_made(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+{
+        struct xb_mcp_client *c = call->c;
+        const char *lang = json_string_value(json_object_get(call->args, "language"));
+        json_t *j;
+        const char *sid;
+        struct code_session *s;
+
+        (void)ctype;
+        if (status >= 400) {
+                if (!mcp_retry_expired(call, status, data, len, code_go))
+                        mcp_tool_rest_error(call, status, data, len);
+                return;
+        }
+        j = json_loadb(data, len, 0, NULL);
+        sid = json_string_value(json_object_get(j, "id"));
+        s = sid ? calloc(1, sizeof(*s)) : NULL;
+        if (!s || !(s->sandbox = strdup(call->sandbox)) || !(s->language = strdup(lang)) || !(s->sid = strdup(sid))) {
+                if (s) {
+                        free(s->sandbox);
+                        free(s->language);
+                        free(s);
+                }
+                json_decref(j);
+                mcp_tool_error(call, "Error: the interpreter could not be started. Hint: retry.");
+                return;
+        }
+        json_decref(j);
+        /* Remember it; forget the oldest past the limit (it keeps running
+         * in its sandbox until that goes). */
+        s->next = c->code;
+        c->code = s;
+        if (++c->ncode > MCP_CODE_SESSIONS_MAX) {
+                struct code_session **p = &c->code;
+
+                while ((*p)->next)
+                        p = &(*p)->next;
+                free((*p)->sandbox);
+                free((*p)->language);
+                free((*p)->sid);
+                free(*p);
+                *p = NULL;
+                c->ncode--;
+        }
+        free(call->sid);
+        call->sid = strdup(s->sid);
+        code_run(call);
+}
+
+static void
+code_go(struct xb_mcp_call *call)
+{
+        const char *lang = json_string_value(json_object_get(call->args, "language"));
+        struct code_session *s = code_find(call->c, call->sandbox, lang);
+        char path[160];
+        json_t *body;
+
+        if (s) {
+                free(call->sid);
+                call->sid = strdup(s->sid);
+                code_run(call);
+                return;
+        }
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions", call->sandbox);
+        body = json_pack("{s:s}", "language", lang);
+        mcp_rest_json(call, "POST", path, body, code_made);
+        json_decref(body);
+}
+
+/* ---- entry ---- */
+
+void
+mcp_tools_call(struct xb_mcp_call *call)
+{
+        const struct xb_tool *t = call->tool;
+        struct xb_err err = { 0 };
+        char msg[700];
+
+        if (mcp_args_check(t->input, call->args, &err) < 0) {
+                snprintf(msg, sizeof(msg), "Error: %s (invalid_arguments). Hint: see the tool's input schema and "
+                         "call %s again.", err.msg, t->name);
+                mcp_tool_error(call, msg);
+                return;
+        }
+        if (!strcmp(t->name, "run_code"))
+                with_sandbox(call, code_go);
+        else if (!strcmp(t->name, "read_file"))
+                with_sandbox(call, mcp_read_file);
+        else if (!strcmp(t->name, "edit_file"))
+                with_sandbox(call, mcp_edit_file);
+        else if (!t->rest.method)
+                mcp_tool_error(call, "Error: this tool is not available here.");
+        else if (json_object_get(t->input, "properties") &&
+                 json_object_get(json_object_get(t->input, "properties"), "sandbox_id") &&
+                 strcmp(t->name, "sandbox_delete"))
+                with_sandbox(call, generic_go);
+        else {
+                const char *id = json_string_value(json_object_get(call->args, "sandbox_id"));
+
+                if (id)
+                        call->sandbox = strdup(id);
+                generic_go(call);
+        }
+}

@@ -1,0 +1,298 @@
+/* The tools: each defined once, with its description for a model, its
+ * schemas as JSON text (parsed and checked by catalog.c at start-up), its
+ * annotations and the REST operation it maps to. Shared shapes come from
+ * catalog_schemas.h. Generation lives in catalog.c and openapi.c. */
+#include "ops/catalog.h"
+#include "ops/catalog_schemas.h"
+
+#define OBJ(props, req) "{\"type\": \"object\", \"properties\": {" props "}, \"required\": [" req "], " \
+                        "\"additionalProperties\": false}"
+#define SANDBOX_PATH { "sandbox_id", XB_ARG_PATH, "id", "$sandbox", 0 }
+#define PID_PATH { "pid", XB_ARG_PATH, NULL, NULL, 0 }
+#define ENV_BODY { "env", XB_ARG_BODY, NULL, NULL, XB_ARGF_ENV_PAIRS }
+
+struct xb_tool xb_catalog_tools[] = {
+{
+        .name = "sandbox_create",
+        .title = "Create a sandbox",
+        .description =
+                "Create a fresh, isolated Linux sandbox and return its id. Every other tool uses your default "
+                "sandbox when sandbox_id is null, so you rarely need this: create one only for a clean, separate "
+                "machine or different limits. A sandbox is deleted after timeout_s seconds without use (default "
+                "900), with everything in it.",
+        .input_json = OBJ(
+                "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": \"Delete it "
+                "after this many seconds without a command. null: 900.\"}, "
+                J_ARG_ENV ", "
+                "\"limits\": {\"anyOf\": [" OBJ(
+                        "\"memory\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes of memory. "
+                        "null: the server's default.\"}, "
+                        "\"cpus\": {\"type\": [\"number\", \"null\"], \"description\": \"CPU cores, e.g. 0.5 or "
+                        "2. null: the server's default.\"}, "
+                        "\"pids\": {\"type\": [\"integer\", \"null\"], \"description\": \"Most processes and "
+                        "threads at once. null: the server's default.\"}, "
+                        "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes that each of "
+                        "/home/user and /tmp can hold. null: the server's default.\"}",
+                        "\"memory\", \"cpus\", \"pids\", \"disk\"") ", {\"type\": \"null\"}], "
+                "\"description\": \"Resource limits. null: the server's defaults.\"}",
+                "\"timeout_s\", \"env\", \"limits\""),
+        .output_json = J_SANDBOX,
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes", XB_REPLY_JSON, 201, { ENV_BODY } },
+},
+{
+        .name = "sandbox_list",
+        .title = "List sandboxes",
+        .description = "List your sandboxes with their ids, states, limits and time left.",
+        .input_json = OBJ("", ""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": "
+                J_SANDBOX "}}, \"required\": [\"sandboxes\"]}",
+        .read_only = true, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "GET", "/v1/sandboxes", XB_REPLY_JSON, 200, { { NULL } } },
+},
+{
+        .name = "sandbox_delete",
+        .title = "Delete a sandbox",
+        .description = "Delete a sandbox now: every process in it is killed and its files are gone. Use it when "
+                "you are done with a sandbox you created.",
+        .input_json = OBJ("\"sandbox_id\": {\"type\": \"string\", \"description\": \"The sandbox to delete, an id "
+                          "from sandbox_create or sandbox_list.\"}",
+                          "\"sandbox_id\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}, \"deleted\": "
+                "{\"type\": \"boolean\"}}, \"required\": [\"id\", \"deleted\"]}",
+        .read_only = false, .destructive = true, .idempotent = true, .open_world = false,
+        .rest = { "DELETE", "/v1/sandboxes/{id}", XB_REPLY_EMPTY, 204, { { "sandbox_id", XB_ARG_PATH, "id", NULL, 0 } } },
+},
+{
+        .name = "run_command",
+        .title = "Run a shell command",
+        .description =
+                "Run a shell command line with bash -c in the sandbox and return its exit code and output. It "
+                "starts in /home/user. It waits until the command ends, at most timeout_s seconds (default 120; "
+                "then it is killed, status is timeout and you still get the output so far). For a long job set "
+                "yield_after_s: if it prints nothing for that long you get status running, the output so far and "
+                "a pid while it keeps running; continue with process_read from stdout_offset, or stop it with "
+                "process_kill. Output over 1 MiB per stream keeps the head and the tail. Check exit_code. To "
+                "create files use write_file rather than heredocs; for servers use process_start.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"cmd\": {\"type\": \"string\", \"description\": \"The command line, e.g. \\\"ls -la\\\" or "
+                "\\\"cd src && make 2>&1 | tail -50\\\".\"}, "
+                J_ARG_CWD ", " J_ARG_ENV ", "
+                "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0, \"maximum\": 86400, "
+                "\"description\": \"Kill it after this many seconds. null: 120. 0: no limit.\"}, "
+                "\"yield_after_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0.01, \"maximum\": 86400, "
+                "\"description\": \"Return early, leaving it running, once it has printed nothing for this many "
+                "seconds. null: wait for the end.\"}, "
+                J_ARG_STDIN,
+                "\"sandbox_id\", \"cmd\", \"cwd\", \"env\", \"timeout_s\", \"yield_after_s\", \"stdin\""),
+        .output_json = J_RESULT,
+        .read_only = false, .destructive = true, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/exec", XB_REPLY_JSON, 200, { SANDBOX_PATH, ENV_BODY } },
+},
+{
+        .name = "run_code",
+        .title = "Run code in a persistent interpreter",
+        .description =
+                "Run code in a persistent interpreter and return its outputs. Variables, imports and functions "
+                "stay defined between calls with the same language in the same sandbox. python is IPython with "
+                "numpy, pandas and matplotlib: the value of the last line comes back as a result, and figures "
+                "come back as PNG images. javascript is Node.js; bash is one long-lived shell. An exception comes "
+                "back as an output of type error with its traceback. A cell running past timeout_s (default 120) "
+                "is interrupted; the interpreter's state is kept.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"language\": {\"type\": \"string\", \"enum\": [\"python\", \"bash\", \"javascript\"], "
+                "\"description\": \"Which interpreter runs the code.\"}, "
+                "\"code\": {\"type\": \"string\", \"description\": \"The code: one or more lines.\"}, "
+                "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0, \"maximum\": 86400, "
+                "\"description\": \"Interrupt the cell after this many seconds. null: 120.\"}",
+                "\"sandbox_id\", \"language\", \"code\", \"timeout_s\""),
+        .output_json = J_CELL,
+        .read_only = false, .destructive = true, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/sessions/{sid}/run", XB_REPLY_JSON, 200,
+                  { SANDBOX_PATH, { "language", XB_ARG_LOCAL, NULL, NULL, 0 },
+                    { NULL, XB_ARG_PATH, "sid", "$session", 0 } } },
+},
+{
+        .name = "read_file",
+        .title = "Read a text file",
+        .description = "Read a text file from the sandbox, whole or a range of lines (numbered from 1). Use it "
+                "instead of cat; for a directory use list_files.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"path\": {\"type\": \"string\", \"description\": \"Absolute path, e.g. /home/user/app.py. A "
+                "relative one is taken from /home/user.\"}, "
+                "\"start_line\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"description\": \"First "
+                "line to return. null: 1.\"}, "
+                "\"end_line\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"description\": \"Last line "
+                "to return. null: the end.\"}",
+                "\"sandbox_id\", \"path\", \"start_line\", \"end_line\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {"
+                "\"path\": {\"type\": \"string\"}, "
+                "\"content\": {\"type\": \"string\", \"description\": \"The lines asked for.\"}, "
+                "\"start_line\": {\"type\": \"integer\"}, \"end_line\": {\"type\": \"integer\"}, "
+                "\"total_lines\": {\"type\": \"integer\"}}, "
+                "\"required\": [\"path\", \"content\", \"start_line\", \"end_line\", \"total_lines\"]}",
+        .read_only = true, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "GET", "/v1/sandboxes/{id}/files", XB_REPLY_BYTES, 200,
+                  { SANDBOX_PATH, { "path", XB_ARG_QUERY, NULL, NULL, 0 },
+                    { "start_line", XB_ARG_LOCAL, NULL, NULL, 0 }, { "end_line", XB_ARG_LOCAL, NULL, NULL, 0 } } },
+},
+{
+        .name = "write_file",
+        .title = "Write a file",
+        .description = "Create or overwrite a file with the given content, creating missing parent directories. "
+                "Prefer it to shell heredocs and echo: nothing needs escaping. To change part of a file use "
+                "edit_file.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"path\": {\"type\": \"string\", \"description\": \"Absolute path, e.g. /home/user/app.py.\"}, "
+                "\"content\": {\"type\": \"string\", \"description\": \"The whole new content of the file.\"}, "
+                "\"mode\": {\"type\": [\"string\", \"null\"], \"description\": \"Octal permissions such as "
+                "\\\"0755\\\" for a script. null: 0644.\"}",
+                "\"sandbox_id\", \"path\", \"content\", \"mode\""),
+        .output_json = J_FILE_WRITTEN,
+        .read_only = false, .destructive = true, .idempotent = true, .open_world = false,
+        .rest = { "PUT", "/v1/sandboxes/{id}/files", XB_REPLY_JSON, 200,
+                  { SANDBOX_PATH, { "path", XB_ARG_QUERY, NULL, NULL, 0 }, { "mode", XB_ARG_QUERY, NULL, NULL, 0 },
+                    { "content", XB_ARG_RAW, NULL, NULL, 0 } } },
+},
+{
+        .name = "edit_file",
+        .title = "View or edit a text file",
+        .description =
+                "View and edit text files precisely. view: show a file with line numbers (view_range [start, "
+                "end] limits it; end -1 means to the last line), or list a directory two levels deep. "
+                "str_replace: replace old_str, which must occur exactly once in the file (include enough "
+                "surrounding lines to make it unique; whitespace must match), with new_str. insert: insert "
+                "new_str after line insert_line (0: at the top). undo_edit: revert the last edit of path. To "
+                "create a file use write_file.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"command\": {\"type\": \"string\", \"enum\": [\"view\", \"str_replace\", \"insert\", "
+                "\"undo_edit\"]}, "
+                "\"path\": {\"type\": \"string\", \"description\": \"Absolute path of the file or directory.\"}, "
+                "\"old_str\": {\"type\": [\"string\", \"null\"], \"description\": \"str_replace: the exact text "
+                "to replace.\"}, "
+                "\"new_str\": {\"type\": [\"string\", \"null\"], \"description\": \"str_replace: the "
+                "replacement (null: delete old_str); insert: the text to insert.\"}, "
+                "\"insert_line\": {\"type\": [\"integer\", \"null\"], \"minimum\": 0, \"description\": "
+                "\"insert: the line after which new_str goes.\"}, "
+                "\"view_range\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"integer\"}, "
+                "\"minItems\": 2, \"maxItems\": 2, \"description\": \"view: [first line, last line].\"}",
+                "\"sandbox_id\", \"command\", \"path\", \"old_str\", \"new_str\", \"insert_line\", \"view_range\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}, "
+                "\"output\": {\"type\": \"string\", \"description\": \"The file or directory view, or a snippet "
+                "of the edited lines with their numbers.\"}}, \"required\": [\"path\", \"output\"]}",
+        .read_only = false, .destructive = true, .idempotent = false, .open_world = false,
+        .rest = { NULL, NULL, XB_REPLY_JSON, 0, { { NULL } } },
+},
+{
+        .name = "list_files",
+        .title = "List a directory",
+        .description = "List the files and directories under a path, depth levels deep, with their types, "
+                "sizes, permissions and modification times.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"path\": {\"type\": [\"string\", \"null\"], \"description\": \"Directory to list. null: "
+                "/home/user.\"}, "
+                "\"depth\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"maximum\": 5, "
+                "\"description\": \"How many levels to descend. null: 1.\"}",
+                "\"sandbox_id\", \"path\", \"depth\""),
+        .output_json = J_FILE_LIST,
+        .read_only = true, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "GET", "/v1/sandboxes/{id}/files/list", XB_REPLY_JSON, 200,
+                  { SANDBOX_PATH, { "path", XB_ARG_QUERY, NULL, "=/home/user", 0 }, { "depth", XB_ARG_QUERY, NULL, NULL, 0 } } },
+},
+{
+        .name = "process_start",
+        .title = "Start a background process",
+        .description =
+                "Start a command in the background (a server, a watcher, a long build) and return its pid at "
+                "once. Read its output with process_read, send it input with process_input, stop it with "
+                "process_kill. Its stdin stays open. The head and tail of its output (4 MiB per stream) are kept.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"cmd\": {\"type\": \"string\", \"description\": \"The command line, run with bash -c, e.g. "
+                "\\\"python3 -m http.server 8000\\\".\"}, "
+                J_ARG_CWD ", " J_ARG_ENV ", "
+                "\"stdin\": {\"type\": [\"string\", \"null\"], \"description\": \"Text written to its standard "
+                "input first. null: nothing.\"}, "
+                "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0, \"maximum\": 86400, "
+                "\"description\": \"Kill it after this many seconds. null: no limit.\"}",
+                "\"sandbox_id\", \"cmd\", \"cwd\", \"env\", \"stdin\", \"timeout_s\""),
+        .output_json = J_PROCESS,
+        .read_only = false, .destructive = true, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/processes", XB_REPLY_JSON, 201, { SANDBOX_PATH, ENV_BODY } },
+},
+{
+        .name = "process_read",
+        .title = "Read a process's output",
+        .description = "Read what a process printed after the given byte offsets, and whether it still runs. "
+                "Pass back the stdout_offset and stderr_offset you got to read only what is new; wait_s waits up "
+                "to that many seconds for new output instead of returning at once.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", " J_ARG_PID ", "
+                "\"stdout_offset\": {\"type\": [\"integer\", \"null\"], \"minimum\": 0, \"description\": \"Byte "
+                "offset in stdout to read from. null: 0.\"}, "
+                "\"stderr_offset\": {\"type\": [\"integer\", \"null\"], \"minimum\": 0, \"description\": \"Byte "
+                "offset in stderr to read from. null: 0.\"}, "
+                "\"wait_s\": {\"type\": [\"integer\", \"null\"], \"minimum\": 0, \"maximum\": 3600, "
+                "\"description\": \"Seconds to wait for new output. null: 0.\"}",
+                "\"sandbox_id\", \"pid\", \"stdout_offset\", \"stderr_offset\", \"wait_s\""),
+        .output_json = J_OUTPUT,
+        .read_only = true, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "GET", "/v1/sandboxes/{id}/processes/{pid}/output", XB_REPLY_JSON, 200,
+                  { SANDBOX_PATH, PID_PATH, { "stdout_offset", XB_ARG_QUERY, NULL, NULL, 0 },
+                    { "stderr_offset", XB_ARG_QUERY, NULL, NULL, 0 }, { "wait_s", XB_ARG_QUERY, NULL, NULL, 0 } } },
+},
+{
+        .name = "process_input",
+        .title = "Send input to a process",
+        .description = "Write text to a background process's standard input; include \\n where it expects Enter. "
+                "eof true closes its stdin afterwards.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", " J_ARG_PID ", "
+                "\"data\": {\"type\": [\"string\", \"null\"], \"description\": \"The text to write. null: "
+                "nothing.\"}, "
+                "\"eof\": {\"type\": [\"boolean\", \"null\"], \"description\": \"Close stdin after writing. "
+                "null: false.\"}",
+                "\"sandbox_id\", \"pid\", \"data\", \"eof\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"ok\": {\"type\": \"boolean\"}}, "
+                "\"required\": [\"ok\"]}",
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/processes/{pid}/stdin", XB_REPLY_JSON, 200, { SANDBOX_PATH, PID_PATH } },
+},
+{
+        .name = "process_kill",
+        .title = "Signal a process",
+        .description = "Send a signal to a background process and what it started (its process group): SIGTERM "
+                "by default, SIGINT like Ctrl-C, SIGKILL when it ignores the others. Read its final output with "
+                "process_read.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", " J_ARG_PID ", "
+                "\"signal\": {\"type\": [\"string\", \"null\"], \"enum\": [\"SIGTERM\", \"SIGINT\", \"SIGKILL\", "
+                "\"SIGHUP\", \"SIGQUIT\", \"SIGUSR1\", \"SIGUSR2\", \"SIGSTOP\", \"SIGCONT\", null], "
+                "\"description\": \"null: SIGTERM.\"}",
+                "\"sandbox_id\", \"pid\", \"signal\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"ok\": {\"type\": \"boolean\"}, \"signal\": "
+                "{\"type\": \"integer\", \"description\": \"The signal number sent.\"}}, \"required\": [\"ok\", "
+                "\"signal\"]}",
+        .read_only = false, .destructive = true, .idempotent = true, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/processes/{pid}/signal", XB_REPLY_JSON, 200, { SANDBOX_PATH, PID_PATH } },
+},
+{
+        .name = "get_guide",
+        .title = "Read the usage guide",
+        .description = "Read the guide to this sandbox: what is installed, the limits, and how to use these tools "
+                "well. Read it once before your first command.",
+        .input_json = OBJ("", ""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"guide\": {\"type\": \"string\", \"description\": "
+                "\"Markdown.\"}}, \"required\": [\"guide\"]}",
+        .read_only = true, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "GET", "/v1/guide", XB_REPLY_TEXT, 200, { { NULL } } },
+},
+};
+
+const size_t xb_catalog_ntools = sizeof(xb_catalog_tools) / sizeof(xb_catalog_tools[0]);

@@ -1,0 +1,325 @@
+/* Every REST operation, for /openapi.json. Those that are tools only name
+ * the tool (and add what REST takes beyond it); the rest carry their own
+ * parameters, bodies and replies. tests/unit/test_catalog.c checks that
+ * every route of the router has an entry here and nothing else does. */
+#include "ops/catalog_schemas.h"
+#include "rest/openapi.h"
+
+#define JSON_REPLY(desc, schema) "{\"description\": \"" desc "\", \"content\": {\"application/json\": " \
+                                 "{\"schema\": " schema "}}}"
+#define JSON_BODY(schema) "{\"required\": true, \"content\": {\"application/json\": {\"schema\": " schema "}}}"
+#define JSON_BODY_OPT(schema) "{\"required\": false, \"content\": {\"application/json\": {\"schema\": " schema "}}}"
+#define OBJ_OPEN(props, req) "{\"type\": \"object\", \"properties\": {" props "}, \"required\": [" req "]}"
+#define OBJ_CLOSED(props, req) "{\"type\": \"object\", \"properties\": {" props "}, \"required\": [" req "], " \
+                               "\"additionalProperties\": false}"
+#define IMAGE_REPLY "{\"description\": \"The image.\", \"content\": {\"image/png\": {\"schema\": {\"type\": " \
+                    "\"string\", \"format\": \"binary\"}}, \"image/jpeg\": {\"schema\": {\"type\": \"string\", " \
+                    "\"format\": \"binary\"}}}}"
+#define PATH_PARAM(desc) "{\"name\": \"path\", \"in\": \"query\", \"required\": true, \"description\": \"" desc \
+                         "\", \"schema\": {\"type\": \"string\"}}"
+#define OK_REPLY JSON_REPLY("Done.", OBJ_OPEN("\"ok\": {\"type\": \"boolean\"}", "\"ok\""))
+#define TIMEOUT_BODY(desc) JSON_BODY_OPT(OBJ_CLOSED("\"timeout_s\": {\"type\": [\"number\", \"null\"], "        \
+                                                    "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
+
+/* REST-only fields of exec and process start (src/rest/api.c: parse_cmd). */
+#define CMD_EXTRAS(limit)                                                                                        \
+        "{\"argv\": {\"type\": [\"array\", \"null\"], \"maxItems\": 4096, \"items\": {\"type\": \"string\"}, "  \
+        "\"description\": \"A program and its arguments, run without a shell. Give exactly one of cmd and "     \
+        "argv.\"}, "                                                                                             \
+        "\"user\": {\"type\": [\"string\", \"null\"], \"enum\": [\"user\", \"root\", null], \"description\": "  \
+        "\"user (uid 1000, the default) or root.\"}, "                                                          \
+        "\"output_limit\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes of each stream kept, "   \
+        "head and tail. null: " limit ".\"}}"
+
+#define J_VARIABLE                                                                                               \
+        OBJ_OPEN("\"name\": {\"type\": [\"string\", \"null\"]}, \"type\": {\"type\": [\"string\", \"null\"], "  \
+                 "\"description\": \"Its Python type.\"}, \"repr\": {\"type\": \"string\"}, \"json\": "         \
+                 "{\"description\": \"The value as JSON when it converts, else null.\"}",                       \
+                 "\"name\", \"type\", \"repr\", \"json\"")
+
+#define J_PANDORA_EXEC                                                                                           \
+        OBJ_OPEN("\"status\": {\"type\": \"string\"}, \"exit_code\": {\"type\": [\"integer\", \"null\"]}, "       \
+                 "\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"}, "                     \
+                 "\"duration_ms\": {\"type\": \"integer\"}, \"sandbox_id\": {\"type\": \"string\"}, "            \
+                 "\"hint\": {\"type\": \"string\", \"description\": \"Present when the command failed.\"}",       \
+                 "\"status\", \"exit_code\", \"stdout\", \"stderr\", \"sandbox_id\"")
+
+#define J_PANDORA_WRITE                                                                                          \
+        OBJ_OPEN("\"success\": {\"type\": \"boolean\"}, \"filePath\": {\"type\": \"string\"}, "                 \
+                 "\"size\": {\"type\": [\"integer\", \"null\"]}, \"sandbox_id\": {\"type\": \"string\"}",       \
+                 "\"success\", \"filePath\", \"sandbox_id\"")
+
+#define J_DANGERMODE                                                                                             \
+        OBJ_OPEN("\"success\": {\"type\": \"boolean\"}, "                                                       \
+                 "\"execute_result\": {\"type\": [\"object\", \"null\"], \"description\": \"The last line's "   \
+                 "value, one entry per MIME type; images as URLs.\"}, "                                          \
+                 "\"displays\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}, "                     \
+                 "\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"}, "                     \
+                 "\"error\": {\"type\": [\"object\", \"null\"], \"properties\": {\"ename\": {\"type\": "        \
+                 "\"string\"}, \"evalue\": {\"type\": \"string\"}, \"traceback\": {\"type\": \"array\", "       \
+                 "\"items\": {\"type\": \"string\"}}}}",                                                         \
+                 "\"success\", \"execute_result\", \"displays\", \"stdout\", \"stderr\", \"error\"")
+
+const char *const xb_op_tags[] = {
+        "meta", "Health, readiness and metrics.",
+        "docs", "This document, the tools, the guide and the plugin manifest.",
+        "sandboxes", "Create, list, extend and delete sandboxes.",
+        "commands", "Run a command and wait for its result.",
+        "processes", "Background processes: start, read output by offset, write stdin, signal, wait.",
+        "files", "Read, write, list and move files in a sandbox.",
+        "sessions", "Stateful code sessions (Python, JavaScript, bash) and the images their cells display.",
+        "plugin", "The seeds' plugin API (dangermode): one default sandbox and Python session per token.",
+        "mcp", "The Model Context Protocol endpoint (Streamable HTTP), for MCP clients rather than direct use.",
+        NULL, NULL,
+};
+
+const struct xb_op_def xb_op_defs[] = {
+        /* ---- meta (meta.c) ---- */
+        { .method = "GET", .path = "/healthz", .id = "healthz", .tag = "meta",
+          .summary = "Liveness: the server answers.",
+          .reply = JSON_REPLY("Alive.", OBJ_OPEN("\"status\": {\"type\": \"string\", \"enum\": [\"ok\"]}", "\"status\"")) },
+        { .method = "GET", .path = "/readyz", .id = "readyz", .tag = "meta",
+          .summary = "Readiness: the server takes new work.", .errors = "503",
+          .reply = JSON_REPLY("Ready.", OBJ_OPEN(
+                  "\"status\": {\"type\": \"string\", \"enum\": [\"ready\"]}, \"sandboxes\": {\"type\": \"integer\"}, "
+                  "\"pool_ready\": {\"type\": \"integer\"}, \"pool_target\": {\"type\": \"integer\"}, "
+                  "\"cgroups\": {\"type\": \"string\", \"description\": \"Which cgroup hierarchy is in use.\"}",
+                  "\"status\", \"sandboxes\", \"pool_ready\", \"pool_target\", \"cgroups\"")) },
+        { .method = "GET", .path = "/metrics", .id = "metrics", .tag = "meta",
+          .summary = "Prometheus metrics.",
+          .reply = "{\"description\": \"Prometheus text format 0.0.4.\", \"content\": {\"text/plain\": {\"schema\": "
+                   "{\"type\": \"string\"}}}}" },
+
+        /* ---- docs (docs.c) ---- */
+        { .method = "GET", .path = "/openapi.json", .id = "get_openapi", .tag = "docs",
+          .summary = "This OpenAPI 3.1 document.",
+          .reply = JSON_REPLY("The document.", "{\"type\": \"object\"}") },
+        { .method = "GET", .path = "/.well-known/ai-plugin.json", .id = "get_plugin_manifest", .tag = "docs",
+          .summary = "The AI plugin manifest.",
+          .reply = JSON_REPLY("The manifest.", OBJ_OPEN(
+                  "\"schema_version\": {\"type\": \"string\"}, \"name_for_human\": {\"type\": \"string\"}, "
+                  "\"name_for_model\": {\"type\": \"string\"}, \"description_for_human\": {\"type\": \"string\"}, "
+                  "\"description_for_model\": {\"type\": \"string\"}, \"auth\": {\"type\": \"object\"}, "
+                  "\"api\": {\"type\": \"object\"}, \"logo_url\": {\"type\": \"string\"}, "
+                  "\"contact_email\": {\"type\": \"string\"}, \"legal_info_url\": {\"type\": \"string\"}",
+                  "\"schema_version\", \"name_for_human\", \"name_for_model\", \"description_for_human\", "
+                  "\"description_for_model\", \"auth\", \"api\", \"logo_url\", \"contact_email\", \"legal_info_url\"")) },
+        { .tool = "get_guide", .tag = "docs", .summary = "The usage guide, written for a language model." },
+        { .method = "GET", .path = "/v1/tools", .id = "list_tools", .tag = "docs",
+          .summary = "The tool catalog, for MCP, OpenAI or Anthropic.",
+          .description = "Every tool with its input and output schema. format=openai gives strict function "
+                         "schemas, anthropic gives input_schema, mcp (the default) gives tools/list entries.",
+          .params = "[{\"name\": \"format\", \"in\": \"query\", \"required\": false, \"description\": \"mcp (the "
+                    "default), openai or anthropic.\", \"schema\": {\"type\": \"string\", \"enum\": [\"mcp\", "
+                    "\"openai\", \"anthropic\"]}}]",
+          .reply = JSON_REPLY("The tools.", OBJ_OPEN("\"tools\": {\"type\": \"array\", \"items\": {\"type\": "
+                                                     "\"object\"}}", "\"tools\"")) },
+        { .method = "GET", .path = "/logo.png", .id = "get_logo", .tag = "docs", .summary = "The logo.",
+          .reply = "{\"description\": \"A PNG image.\", \"content\": {\"image/png\": {\"schema\": {\"type\": "
+                   "\"string\", \"format\": \"binary\"}}}}" },
+
+        /* ---- sandboxes (api.c) ---- */
+        { .tool = "sandbox_create", .tag = "sandboxes", .errors = "429",
+          .body = "{\"mounts\": {\"type\": [\"array\", \"null\"], \"maxItems\": 32, \"description\": \"Host "
+                  "directories to bind in; only those the operator allowed with --allow-mount.\", \"items\": "
+                  OBJ_CLOSED("\"host\": {\"type\": \"string\"}, \"path\": {\"type\": \"string\"}, \"readonly\": "
+                             "{\"type\": [\"boolean\", \"null\"], \"description\": \"null: true.\"}",
+                             "\"host\", \"path\"") "}, "
+                  "\"metadata\": {\"type\": [\"object\", \"null\"], \"description\": \"Returned as is; at most 64 "
+                  "keys and 16 KiB.\"}, "
+                  "\"template\": {\"type\": [\"string\", \"null\"], \"description\": \"Only the host image exists; "
+                  "leave it out.\"}}" },
+        { .tool = "sandbox_list", .tag = "sandboxes" },
+        { .method = "GET", .path = "/v1/sandboxes/{id}", .id = "get_sandbox", .tag = "sandboxes",
+          .summary = "Describe a sandbox.", .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
+        { .tool = "sandbox_delete", .tag = "sandboxes" },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/keepalive", .id = "keepalive_sandbox", .tag = "sandboxes",
+          .summary = "Restart a sandbox's idle timer, optionally with a new timeout_s.",
+          .body = TIMEOUT_BODY("The new idle time to live. null: keep the current one."),
+          .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
+
+        /* ---- commands and processes (api.c) ---- */
+        { .tool = "run_command", .tag = "commands", .rest_optional = true, .sse = true, .errors = "410 429",
+          .sse_events = "start ({pid}), then stdout and stderr ({data}) as the command prints, or error "
+                        "({code, message}) if it cannot start",
+          .body = CMD_EXTRAS("1 MiB") },
+        { .tool = "process_start", .tag = "processes", .rest_optional = true, .errors = "410 429",
+          .body = CMD_EXTRAS("4 MiB") },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/processes", .id = "list_processes", .tag = "processes",
+          .summary = "List the processes the server tracks.",
+          .reply = JSON_REPLY("The processes.", OBJ_OPEN("\"processes\": {\"type\": \"array\", \"items\": " J_PROCESS "}",
+                                                         "\"processes\"")) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/processes/{pid}", .id = "get_process", .tag = "processes",
+          .summary = "Describe a process.", .reply = JSON_REPLY("The process.", J_PROCESS) },
+        { .method = "DELETE", .path = "/v1/sandboxes/{id}/processes/{pid}", .id = "delete_process",
+          .tag = "processes", .summary = "Forget a process, killing it if it still runs.", .status = 204 },
+        { .tool = "process_read", .tag = "processes",
+          .params = "[{\"name\": \"max_bytes\", \"in\": \"query\", \"required\": false, \"description\": \"Most "
+                    "bytes of each stream to return (default 1 MiB).\", \"schema\": {\"type\": \"integer\", "
+                    "\"minimum\": 0, \"maximum\": 16777216}}]" },
+        { .tool = "process_input", .tag = "processes", .errors = "409" },
+        { .tool = "process_kill", .tag = "processes", .errors = "409",
+          .description = "Send a signal (a name such as SIGINT, or a number 1-64; SIGTERM when absent) to the "
+                         "process group." },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/processes/{pid}/wait", .id = "wait_process",
+          .tag = "processes", .summary = "Wait for a process to end and return its result.",
+          .description = "Returns the result once it ends, or at timeout_s its state so far with status running "
+                         "and waited true.",
+          .body = TIMEOUT_BODY("Stop waiting after this many seconds. null or 0: until it ends."),
+          .reply = JSON_REPLY("The result.", "{\"type\": \"object\", \"properties\": {" J_RESULT_PROPS ", "
+                              "\"waited\": {\"type\": \"boolean\", \"description\": \"The wait timed out.\"}}, "
+                              "\"required\": [" J_RESULT_REQUIRED "]}") },
+
+        /* ---- files (files.c) ---- */
+        { .tool = "read_file", .tag = "files", .summary = "Download a file.", .errors = "403 410 416",
+          .description = "The file's bytes, whole or the byte range a Range header asks for. (The read_file tool "
+                         "picks lines out of them.)",
+          .params = "[{\"name\": \"Range\", \"in\": \"header\", \"required\": false, \"description\": \"One range: "
+                    "bytes=A-B, bytes=A- or bytes=-N.\", \"schema\": {\"type\": \"string\"}}]",
+          .replies = "{\"206\": {\"description\": \"The range asked for.\", \"content\": "
+                     "{\"application/octet-stream\": {\"schema\": {\"type\": \"string\", \"format\": \"binary\"}}}}}" },
+        { .tool = "write_file", .tag = "files", .summary = "Upload a file.", .errors = "403 410 413 507",
+          .description = "Create or replace the file at path with the request body, creating missing parent "
+                         "directories; append=true adds to its end instead.",
+          .params = "[{\"name\": \"append\", \"in\": \"query\", \"required\": false, \"description\": \"Add to the "
+                    "end of the file instead of replacing it.\", \"schema\": {\"type\": \"boolean\"}}]" },
+        { .method = "DELETE", .path = "/v1/sandboxes/{id}/files", .id = "delete_file", .tag = "files",
+          .summary = "Delete a file or directory.", .errors = "403 409 410",
+          .params = "[" PATH_PARAM("The file or directory to delete.") ", {\"name\": \"recursive\", \"in\": "
+                    "\"query\", \"required\": false, \"description\": \"Delete a directory with everything in it.\", "
+                    "\"schema\": {\"type\": \"boolean\"}}]",
+          .reply = JSON_REPLY("Deleted.", OBJ_OPEN("\"path\": {\"type\": \"string\"}, \"deleted\": {\"type\": "
+                                                   "\"integer\", \"description\": \"Entries removed.\"}",
+                                                   "\"path\", \"deleted\"")) },
+        { .tool = "list_files", .tag = "files", .errors = "403 410" },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/files/stat", .id = "stat_file", .tag = "files",
+          .summary = "Describe a file.", .errors = "403 410", .params = "[" PATH_PARAM("The file to describe.") "]",
+          .reply = JSON_REPLY("The file.", J_FILE_ENTRY) },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/files/mkdir", .id = "make_directory", .tag = "files",
+          .summary = "Create a directory.", .errors = "403 409 410",
+          .body = JSON_BODY(OBJ_CLOSED("\"path\": {\"type\": \"string\"}, \"parents\": {\"type\": [\"boolean\", "
+                                       "\"null\"], \"description\": \"Create missing parents too (the default).\"}, "
+                                       "\"mode\": {\"type\": [\"string\", \"null\"], \"description\": \"Octal "
+                                       "permissions. null: 0755.\"}", "\"path\"")),
+          .reply = JSON_REPLY("The directory.", OBJ_OPEN("\"path\": {\"type\": \"string\"}, \"created\": {\"type\": "
+                                                         "\"boolean\", \"description\": \"false: it existed.\"}",
+                                                         "\"path\", \"created\"")) },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/files/move", .id = "move_file", .tag = "files",
+          .summary = "Move or rename a file or directory.", .errors = "403 409 410",
+          .body = JSON_BODY(OBJ_CLOSED("\"from\": {\"type\": \"string\"}, \"to\": {\"type\": \"string\"}, "
+                                       "\"overwrite\": {\"type\": [\"boolean\", \"null\"], \"description\": "
+                                       "\"Replace an existing target.\"}", "\"from\", \"to\"")),
+          .reply = JSON_REPLY("Moved.", OBJ_OPEN("\"from\": {\"type\": \"string\"}, \"to\": {\"type\": \"string\"}",
+                                                 "\"from\", \"to\"")) },
+
+        /* ---- code sessions (api_sessions.c) ---- */
+        { .method = "POST", .path = "/v1/sandboxes/{id}/sessions", .id = "create_session", .tag = "sessions",
+          .summary = "Start a code session.", .status = 201, .errors = "400 429 503",
+          .body = JSON_BODY_OPT(OBJ_CLOSED("\"language\": {\"type\": [\"string\", \"null\"], \"description\": "
+                                           "\"python (the default), javascript or bash.\"}, \"kernel\": {\"type\": "
+                                           "[\"string\", \"null\"], \"description\": \"A Jupyter kernel name "
+                                           "instead.\"}", "")),
+          .reply = JSON_REPLY("The session.", J_SESSION) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/sessions", .id = "list_sessions", .tag = "sessions",
+          .summary = "List a sandbox's sessions.",
+          .reply = JSON_REPLY("The sessions.", OBJ_OPEN("\"sessions\": {\"type\": \"array\", \"items\": " J_SESSION "}",
+                                                        "\"sessions\"")) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/sessions/{sid}", .id = "get_session", .tag = "sessions",
+          .summary = "Describe a session.", .reply = JSON_REPLY("The session.", J_SESSION) },
+        { .method = "DELETE", .path = "/v1/sandboxes/{id}/sessions/{sid}", .id = "delete_session",
+          .tag = "sessions", .summary = "End a session and its interpreter.", .status = 204 },
+        { .tool = "run_code", .tag = "sessions", .sse = true, .errors = "409", .summary = "Run a cell.",
+          .sse_events = "stream ({name, text}), display ({data, metadata}), execute_result (the last "
+                        "expression's value) and error ({ename, evalue, traceback}) as the cell produces them",
+          .description = "Run code in the session's interpreter; its state carries over between cells. With "
+                         "yield_after_s, a cell that prints nothing for that long answers status running; POST "
+                         ".../wait for the rest.",
+          .body = "{\"yield_after_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0.01, \"description\": "
+                  "\"Answer early, leaving it running, after this many seconds without output.\"}, "
+                  "\"output_limit\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1024, \"description\": "
+                  "\"Bytes of output kept. null: 1 MiB.\"}}" },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/sessions/{sid}/wait", .id = "wait_session",
+          .tag = "sessions", .summary = "Wait for the running cell's next outputs.", .errors = "409",
+          .body = TIMEOUT_BODY("Stop waiting after this many seconds. null: 30."),
+          .reply = JSON_REPLY("Outputs not returned before.", J_CELL) },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/sessions/{sid}/interrupt", .id = "interrupt_session",
+          .tag = "sessions", .summary = "Interrupt the running cell (like Ctrl-C).",
+          .reply = JSON_REPLY("The session.", J_SESSION) },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/sessions/{sid}/restart", .id = "restart_session",
+          .tag = "sessions", .summary = "Restart the interpreter; its state is lost.",
+          .reply = JSON_REPLY("The session.", J_SESSION) },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/sessions/{sid}/input", .id = "session_input",
+          .tag = "sessions", .summary = "Type input to a running bash command.", .errors = "409",
+          .body = JSON_BODY(OBJ_CLOSED("\"data\": {\"type\": \"string\", \"description\": \"The text, e.g. "
+                                       "\\\"y\\\\n\\\".\"}", "\"data\"")),
+          .reply = OK_REPLY },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/sessions/{sid}/variables/{name}", .id = "get_variable",
+          .tag = "sessions", .summary = "Read a variable of a Python session.", .errors = "409",
+          .reply = JSON_REPLY("The variable.", J_VARIABLE) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/images/{image}", .id = "get_image", .tag = "sessions",
+          .summary = "An image a cell displayed.", .reply = IMAGE_REPLY },
+
+        /* ---- the seeds' plugin API (api_sessions.c) ---- */
+        { .method = "POST", .path = "/api/run_cell", .id = "plugin_run_cell", .tag = "plugin",
+          .summary = "Run Python in your default session (dangermode's shape).", .errors = "409",
+          .body = JSON_BODY(OBJ_CLOSED("\"code\": {\"type\": \"string\", \"description\": \"Python code.\"}",
+                                       "\"code\"")),
+          .reply = JSON_REPLY("The cell's result.", J_DANGERMODE) },
+        { .method = "GET", .path = "/api/variable/{name}", .id = "plugin_get_variable", .tag = "plugin",
+          .summary = "Read a variable of your default session.", .errors = "409",
+          .reply = JSON_REPLY("The variable.", J_VARIABLE) },
+        { .method = "GET", .path = "/images/{image}", .id = "plugin_get_image", .tag = "plugin",
+          .summary = "An image your default session displayed.", .reply = IMAGE_REPLY },
+
+        /* ---- Pandora's plugin routes (api_plugin.c) ---- */
+        { .method = "POST", .path = "/exec", .id = "plugin_exec", .tag = "plugin",
+          .summary = "Run a shell command in your default sandbox (Pandora's exec).", .errors = "409",
+          .description = "Runs `command` under bash in /home/user of the caller's default sandbox. With "
+                         "--require-guide the call is refused until guideFollowed is true: read GET /getGuide first. "
+                         "A command that fails comes back with a hint pointing to the guide.",
+          .body = JSON_BODY(OBJ_CLOSED("\"command\": {\"type\": \"string\", \"description\": \"A shell command line.\"}, "
+                                       "\"guideFollowed\": {\"type\": \"boolean\", \"description\": \"True once you "
+                                       "have read GET /getGuide.\"}", "\"command\"")),
+          .reply = JSON_REPLY("The command's result.", J_PANDORA_EXEC) },
+        { .method = "POST", .path = "/writeFile", .id = "plugin_write_file", .tag = "plugin",
+          .summary = "Write a file in your default sandbox (Pandora's writeFile).", .errors = "409 507",
+          .body = JSON_BODY(OBJ_CLOSED("\"filePath\": {\"type\": \"string\", \"description\": \"Absolute, or relative "
+                                       "to /home/user.\"}, \"content\": {\"type\": \"string\"}, \"force\": {\"type\": "
+                                       "\"boolean\", \"description\": \"Overwrite an existing file.\"}, "
+                                       "\"appendNewlineAtEOF\": {\"type\": \"boolean\", \"description\": \"End the file "
+                                       "with a newline (default true).\"}, \"permissions\": {\"type\": \"string\", "
+                                       "\"description\": \"Octal mode, e.g. 755.\"}", "\"filePath\", \"content\"")),
+          .reply = JSON_REPLY("Where the file went.", J_PANDORA_WRITE) },
+        { .method = "GET", .path = "/getGuide", .id = "plugin_get_guide", .tag = "plugin",
+          .summary = "The usage guide, for a model to read before its first command (Pandora's getGuide).",
+          .reply = "{\"description\": \"The guide, as markdown; as {\\\"guide\\\": text} with Accept: application/json.\", "
+                   "\"content\": {\"text/markdown\": {\"schema\": {\"type\": \"string\"}}, \"application/json\": "
+                   "{\"schema\": " OBJ_OPEN("\"guide\": {\"type\": \"string\"}", "\"guide\"") "}}}" },
+
+        /* ---- MCP, Streamable HTTP (mcp_http.c) ---- */
+        { .method = "POST", .path = "/mcp", .id = "mcp_message", .tag = "mcp", .sse = true,
+          .summary = "Send one MCP JSON-RPC message.", .errors = "404 415",
+          .description = "One JSON-RPC request or notification of revision 2025-11-25, 2025-06-18, 2025-03-26 "
+                         "(after initialize, with the Mcp-Session-Id header) or 2026-07-28 (stateless: _meta and "
+                         "the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers). A notification gets 202; a "
+                         "request gets its response as JSON, or as server-sent events when notifications such as "
+                         "progress come first. Origin and Host must be local (403 otherwise).",
+          .params = "[{\"name\": \"Mcp-Session-Id\", \"in\": \"header\", \"required\": false, \"description\": "
+                    "\"The session from initialize (revisions up to 2025-11-25).\", \"schema\": {\"type\": "
+                    "\"string\"}}, {\"name\": \"MCP-Protocol-Version\", \"in\": \"header\", \"required\": "
+                    "false, \"schema\": {\"type\": \"string\"}}]",
+          .body = JSON_BODY("{\"type\": [\"object\", \"array\"], \"description\": \"A JSON-RPC 2.0 message "
+                            "(a batch only in a 2025-03-26 session).\"}"),
+          .reply = JSON_REPLY("The JSON-RPC response.", "{\"type\": [\"object\", \"array\"]}"),
+          .replies = "{\"202\": {\"description\": \"A notification or response was accepted.\"}}" },
+        { .method = "GET", .path = "/mcp", .id = "mcp_stream", .tag = "mcp", .sse = true, .errors = "404 405 406 409",
+          .summary = "Open a session's stream of server messages, or resume one.",
+          .description = "With Mcp-Session-Id: the session's standalone stream of notifications; with "
+                         "Last-Event-ID too, the rest of a request's stream that was cut off.",
+          .reply = "{\"description\": \"Server-sent events.\", \"content\": {\"text/event-stream\": {\"schema\": "
+                   "{\"type\": \"string\"}}}}" },
+        { .method = "DELETE", .path = "/mcp", .id = "mcp_end_session", .tag = "mcp", .status = 204,
+          .errors = "404", .summary = "End an MCP session and delete its default sandbox." },
+};
+
+const size_t xb_op_ndefs = sizeof(xb_op_defs) / sizeof(xb_op_defs[0]);

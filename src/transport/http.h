@@ -1,0 +1,142 @@
+/* The HTTP front: libmicrohttpd in external-epoll mode driven by the
+ * daemon's loop, a router, bearer-token auth, bounded bodies, and replies
+ * that are immediate, deferred (the connection is suspended, never the
+ * loop) or streamed (server-sent events).
+ *
+ * Theory of operation. MHD's own epoll fd sits in our loop; when it is
+ * readable, or MHD's timeout passes, or a connection was resumed, the
+ * prepare hook calls MHD_run. A request is matched to a route once its
+ * headers are in. Its body is buffered up to a cap, or (XB_ROUTE_SINK)
+ * written to an fd the handler provides. The handler runs when the body is
+ * complete; it replies at once, or suspends the request and replies later.
+ * While suspended, the client's socket is watched for hang-up so work for a
+ * client that left can be cancelled (on_gone). A request is freed only
+ * when MHD reports it complete. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/loop.h"
+
+struct xb_http;
+struct xb_req;
+struct xb_stream;
+
+typedef void (*xb_handler)(struct xb_req *req);
+
+#define XB_ROUTE_PUBLIC 0x1u   /* no bearer token needed */
+#define XB_ROUTE_SINK 0x2u     /* handler runs at headers (phase BEGIN) and sets a body sink */
+#define XB_ROUTE_MCP 0x4u      /* Origin and Host are checked (DNS rebinding) */
+
+enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
+
+struct xb_route {
+        const char *method;     /* "GET", "POST", ... or "*" */
+        const char *pattern;    /* "/v1/sandboxes/{}/exec": {} matches one segment */
+        xb_handler handler;
+        unsigned flags;
+};
+
+struct xb_http_opts {
+        const char *listen;          /* "HOST:PORT" or "unix:PATH" */
+        size_t body_max;             /* JSON bodies */
+        size_t upload_max;           /* XB_ROUTE_SINK bodies */
+        unsigned conn_limit;
+        unsigned conn_timeout_s;     /* idle connections; suspended ones do not time out */
+        const char *const *tokens;   /* accepted bearer tokens; NULL = no auth */
+        size_t ntokens;
+        void *app;
+};
+
+int xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_route *routes,
+                  size_t nroutes, struct xb_http **ret, struct xb_err *err);
+/* Stop accepting; close every connection. */
+void xb_http_stop(struct xb_http *h);
+/* "http://127.0.0.1:8000" or "unix:/path". */
+const char *xb_http_url(const struct xb_http *h);
+bool xb_http_is_loopback(const char *listen);
+
+/* Request accessors. Strings live as long as the request. */
+void *xb_req_app(const struct xb_req *r);
+const char *xb_req_method(const struct xb_req *r);
+const char *xb_req_path(const struct xb_req *r);
+enum xb_req_phase xb_req_phase(const struct xb_req *r);
+/* The n-th {} segment of the route pattern. */
+const char *xb_req_param(const struct xb_req *r, unsigned n);
+/* A query argument; NULL if absent. -EINVAL in *err if it holds a NUL byte. */
+const char *xb_req_query(const struct xb_req *r, const char *name, int *err);
+const char *xb_req_header(const struct xb_req *r, const char *name);
+/* The header's value without surrounding blanks, cut to fit buf (cap
+ * bytes with the NUL); NULL when absent. */
+const char *xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t cap);
+const char *xb_req_body(const struct xb_req *r, size_t *len);
+/* Which token authenticated the request (index into opts.tokens), -1 if none. */
+int xb_req_tenant(const struct xb_req *r);
+bool xb_req_accepts(const struct xb_req *r, const char *mime);
+/* Per-request slot for the handler's own state across phases. */
+void xb_req_set_data(struct xb_req *r, void *data);
+void *xb_req_data(const struct xb_req *r);
+
+/* Replies: exactly one per request. They work in the handler and, for a
+ * suspended request, at any later time (they resume it). */
+void xb_reply_json(struct xb_req *r, unsigned status, json_t *body);   /* steals body */
+void xb_reply_error(struct xb_req *r, unsigned status, const char *code, const char *hint,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void xb_reply_empty(struct xb_req *r, unsigned status);
+void xb_reply_bytes(struct xb_req *r, unsigned status, const char *ctype, const void *p, size_t n);
+/* Send len bytes of fd from off; the reply owns fd. */
+void xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64_t off, uint64_t len,
+                 const char *content_range);
+/* Add a header to the next reply of r (before replying). */
+void xb_req_add_reply_header(struct xb_req *r, const char *name, const char *value);
+
+/* Deferred replies: suspend now, reply later. on_gone runs if the client
+ * leaves first; after it, r must not be used. */
+typedef void (*xb_gone_cb)(struct xb_req *r, void *owner);
+void xb_req_suspend(struct xb_req *r, xb_gone_cb on_gone, void *owner);
+/* Resume a suspended request without replying (XB_ROUTE_SINK: the sink is ready). */
+void xb_req_resume(struct xb_req *r);
+/* XB_ROUTE_SINK: body bytes go to fd (not owned); a write error ends the
+ * request with on_sink_error's reply. */
+void xb_req_set_sink(struct xb_req *r, int fd);
+/* Bytes written to the sink so far, and its error (0 if none). */
+uint64_t xb_req_sink_bytes(const struct xb_req *r);
+int xb_req_sink_error(const struct xb_req *r);
+
+/* Requests without a connection: MCP's tool calls and the stdio transport
+ * run REST operations through the same router and handlers. reply is
+ * called exactly once (perhaps before xb_http_inject returns); event gets
+ * each streamed event of a handler that streams (data is borrowed). The
+ * caller trusts tenant: it has authenticated the client itself. */
+struct xb_vreq {
+        const char *method;
+        const char *path;
+        const char *const *query;      /* NULL-terminated name, value pairs */
+        const char *const *headers;    /* NULL-terminated name, value pairs */
+        const void *body;
+        size_t body_len;
+        int tenant;
+};
+struct xb_vreply_ops {
+        void (*reply)(void *ctx, unsigned status, const char *ctype, const void *data, size_t len);
+        void (*event)(void *ctx, const char *name, json_t *data);
+};
+struct xb_req *xb_http_inject(struct xb_http *h, const struct xb_vreq *v, const struct xb_vreply_ops *ops, void *ctx);
+/* Abandon an injected request before its reply: its work is cancelled
+ * (on_gone runs) and reply is never called. */
+void xb_req_cancel(struct xb_req *r);
+/* A router with no listener, for injected requests only (opts.listen NULL). */
+
+/* Streamed replies (text/event-stream and the like). */
+struct xb_stream *xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype,
+                                  xb_gone_cb on_gone, void *owner);
+/* Queue bytes; -ENOBUFS if the client is too far behind (the stream ends). */
+int xb_stream_write(struct xb_stream *s, const void *p, size_t n);
+int xb_stream_printf(struct xb_stream *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An SSE event: "event: NAME\ndata: JSON\n\n" (steals data). */
+int xb_stream_event(struct xb_stream *s, const char *name, json_t *data);
+/* No more data; the stream closes once drained. s is invalid after. */
+void xb_stream_end(struct xb_stream *s);
