@@ -154,6 +154,12 @@ xb_req_phase(const struct xb_req *r)
         return r->phase;
 }
 
+const void *
+xb_req_route_data(const struct xb_req *r)
+{
+        return r->route ? r->route->data : NULL;
+}
+
 const char *
 xb_req_param(const struct xb_req *r, unsigned n)
 {

@@ -38,6 +38,7 @@ struct xb_route {
         const char *pattern;    /* "/v1/sandboxes/{}/exec": {} matches one segment */
         xb_handler handler;
         unsigned flags;
+        const void *data;       /* the handler's own, for a handler shared by routes */
 };
 
 struct xb_http_opts {
@@ -64,6 +65,8 @@ void *xb_req_app(const struct xb_req *r);
 const char *xb_req_method(const struct xb_req *r);
 const char *xb_req_path(const struct xb_req *r);
 enum xb_req_phase xb_req_phase(const struct xb_req *r);
+/* The matched route's data. */
+const void *xb_req_route_data(const struct xb_req *r);
 /* The n-th {} segment of the route pattern. */
 const char *xb_req_param(const struct xb_req *r, unsigned n);
 /* A query argument; NULL if absent. -EINVAL in *err if it holds a NUL byte. */

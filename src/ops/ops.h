@@ -1,0 +1,30 @@
+/* The operation table: one entry per engine operation, shared by every
+ * protocol. An operation takes JSON arguments (borrowed: copy what you
+ * keep), validates them with ops/jsonv.h, and reports through its call
+ * (core/call.h): a JSON result, or an error code with a message. It never
+ * knows which protocol asked.
+ *
+ * Arguments are one flat object. REST fills it from the path parameters
+ * (by their names in the route template: "id", "pid", "sid", ...), the
+ * query and the JSON body; MCP passes its tool arguments as the catalog
+ * maps them. */
+#pragma once
+#include <jansson.h>
+#include <stddef.h>
+
+#include "core/call.h"
+
+struct xb_server;
+
+struct xb_op {
+        const char *name;   /* the operationId: "run_command", "get_process", ... */
+        void (*run)(struct xb_server *core, int tenant, json_t *args, struct xb_call *call);
+};
+
+/* NULL for an unknown name. */
+const struct xb_op *xb_op_find(const char *name);
+/* Run op; call ends (done or fail) now or later. */
+void xb_op_run(const struct xb_op *op, struct xb_server *core, int tenant, json_t *args, struct xb_call *call);
+
+/* Each area's operations, ended by an entry with a NULL name (ops.c joins them). */
+extern const struct xb_op xb_ops_sandbox[], xb_ops_proc[], xb_ops_files[], xb_ops_sessions[];

@@ -1,0 +1,210 @@
+/* REST calls: see call.h. */
+#define _GNU_SOURCE
+#include "rest/call.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "core/core.h"
+#include "ops/jsonv.h"
+#include "ops/ops.h"
+#include "rest/status.h"
+
+struct rest_call {
+        struct xb_req *req;
+        struct xb_call *call;       /* NULL once it ended */
+        struct xb_stream *stream;
+        unsigned status;
+        bool inside;                /* still in xb_rest_run: the handler frees */
+};
+
+static void
+rc_end(struct rest_call *rc)
+{
+        rc->call = NULL;
+        if (!rc->inside)
+                free(rc);
+}
+
+static void
+on_gone(struct xb_req *r, void *owner)
+{
+        struct rest_call *rc = owner;
+        struct xb_call *c = rc->call;
+
+        (void)r;
+        rc->call = NULL;
+        rc->stream = NULL;
+        rc->req = NULL;
+        xb_call_cancel(c);
+        if (!rc->inside)
+                free(rc);
+}
+
+static void
+on_event(void *ctx, const char *name, json_t *data)
+{
+        struct rest_call *rc = ctx;
+
+        if (!rc->stream && rc->req)
+                rc->stream = xb_reply_stream(rc->req, 200, "text/event-stream", on_gone, rc);
+        if (rc->stream)
+                xb_stream_event(rc->stream, name, json_incref(data));
+}
+
+static void
+on_done(void *ctx, json_t *result)
+{
+        struct rest_call *rc = ctx;
+
+        if (rc->stream) {
+                xb_stream_event(rc->stream, "result", result);
+                xb_stream_end(rc->stream);
+        } else if (rc->req)
+                xb_reply_json(rc->req, rc->status, result);
+        else
+                json_decref(result);
+        rc_end(rc);
+}
+
+static void
+on_fail(void *ctx, const struct xb_err *err)
+{
+        struct rest_call *rc = ctx;
+
+        if (rc->stream) {
+                xb_stream_event(rc->stream, "error", json_pack("{s:s,s:s}", "code", xb_ecode_name(err->ecode),
+                                                               "message", err->msg));
+                xb_stream_end(rc->stream);
+        } else if (rc->req)
+                xb_rest_fail(rc->req, err);
+        rc_end(rc);
+}
+
+static const struct xb_sink_ops rest_sink = { on_event, on_done, on_fail };
+
+void
+xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse)
+{
+        const struct xb_op *op = xb_op_find(name);
+        struct rest_call *rc;
+
+        if (!op) {
+                xb_error("rest: no operation %s", name);
+                xb_reply_error(req, 500, "internal", "report this to the operator", "no operation `%s`", name);
+                return;
+        }
+        rc = calloc(1, sizeof(*rc));
+        if (rc)
+                rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS : 0);
+        if (!rc || !rc->call) {
+                free(rc);
+                xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
+                return;
+        }
+        *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true };
+        xb_op_run(op, xb_req_app(req), xb_req_tenant(req), args, rc->call);
+        rc->inside = false;
+        if (!rc->call) {
+                free(rc);   /* answered already */
+                return;
+        }
+        if (!rc->stream)
+                xb_req_suspend(req, on_gone, rc);
+}
+
+static int
+query_value(const struct xb_rest_query *q, const char *v, json_t **ret)
+{
+        char *end;
+
+        switch (q->type) {
+        case 's':
+                *ret = json_string(v);
+                return *ret ? 0 : -EINVAL;
+        case 'u': {
+                unsigned long long n;
+
+                if (*v < '0' || *v > '9')
+                        return -EINVAL;
+                errno = 0;
+                n = strtoull(v, &end, 10);
+                if (errno || *end || n > (1ull << 53))
+                        return -EINVAL;
+                *ret = json_integer((json_int_t)n);
+                return 0;
+        }
+        case 'n': {
+                double d;
+
+                errno = 0;
+                d = strtod(v, &end);
+                if (errno || end == v || *end || d != d)
+                        return -EINVAL;
+                *ret = json_real(d);
+                return 0;
+        }
+        case 'b':
+                if (!strcmp(v, "true") || !strcmp(v, "1"))
+                        *ret = json_true();
+                else if (!strcmp(v, "false") || !strcmp(v, "0"))
+                        *ret = json_false();
+                else
+                        return -EINVAL;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/* The path parameters, by the names of tmpl's {segments}. */
+static void
+path_args(struct xb_req *r, const char *tmpl, json_t *args)
+{
+        unsigned n = 0;
+
+        for (const char *p = tmpl; (p = strchr(p, '{')); n++) {
+                const char *e = strchr(p, '}');
+                const char *v = xb_req_param(r, n);
+
+                if (!e)
+                        break;
+                if (v)
+                        json_object_set_new(args, strndupa(p + 1, (size_t)(e - p - 1)), json_string(v));
+                p = e + 1;
+        }
+}
+
+void
+xb_rest_op_handler(struct xb_req *r)
+{
+        const struct xb_rest_op_route *rt = xb_req_route_data(r);
+        struct xb_err err = { 0 };
+        _cleanup_(xb_json_decrefp) json_t *args = NULL;
+        size_t len = 0;
+        const char *body = rt->no_body ? NULL : xb_req_body(r, &len);
+
+        if (xb_jsonv_parse(body, len, &args, &err) < 0) {
+                err.ecode = XB_E_INVALID;
+                xb_rest_fail(r, &err);
+                return;
+        }
+        path_args(r, rt->tmpl, args);
+        for (const struct xb_rest_query *q = rt->query; q < rt->query + 6 && q->name; q++) {
+                int qerr = 0;
+                const char *v = xb_req_query(r, q->name, &qerr);
+                json_t *j = NULL;
+
+                if (qerr || (v && query_value(q, v, &j) < 0)) {
+                        xb_err_code(&err, rt->bad_query ? rt->bad_query : XB_E_INVALID, EINVAL, NULL,
+                                    "query parameter `%s` is not valid", q->name);
+                        xb_rest_fail(r, &err);
+                        return;
+                }
+                if (j)
+                        json_object_set_new(args, q->name, j);
+        }
+        xb_rest_run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"));
+}

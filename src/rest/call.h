@@ -1,0 +1,37 @@
+/* REST over the operation table: a request's arguments become an
+ * operation's, and its call's result, events and errors become the reply.
+ *
+ * With sse, events stream as text/event-stream from the first one on; the
+ * result ends the stream as a "result" event and an error as an "error"
+ * event ({code, message}). Without, the reply is the result as JSON with
+ * status, or the error through the status table (status.h). A client that
+ * leaves cancels the call. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "base/err.h"
+#include "transport/http.h"
+
+/* args is borrowed. */
+void xb_rest_run(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse);
+
+/* A route served by an operation (the route's data): xb_rest_op_handler
+ * fills the arguments from the path (named by tmpl's {segments}), the
+ * declared query parameters and the JSON body, then runs op. */
+struct xb_rest_query {
+        const char *name;
+        char type;                  /* 's' string, 'u' whole number, 'n' number, 'b' true/false */
+};
+
+struct xb_rest_op_route {
+        const char *op;
+        const char *tmpl;           /* "/v1/sandboxes/{id}/processes/{pid}" */
+        unsigned status;            /* on success; 200 when 0 */
+        bool sse;                   /* streams when the client accepts text/event-stream */
+        bool no_body;               /* GET, DELETE: a body is ignored */
+        struct xb_rest_query query[6];
+        enum xb_ecode bad_query;    /* the code for a query value of the wrong type (XB_E_INVALID when 0) */
+};
+
+void xb_rest_op_handler(struct xb_req *r);
