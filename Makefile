@@ -152,6 +152,14 @@ integration: $(EXECBOX) $(PROBE)
 drivers-test:
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/drivers
 
+# The include layering of src/ (tools/layers.txt), and the checker's own tests.
+.PHONY: layering layering-test
+layering:
+	python3 tools/checkdeps.py
+
+layering-test:
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/layering
+
 # Real MCP clients (the conformance suites, the inspector, the SDK); their
 # npm packages are cached outside the repository (tests/mcp/run.sh).
 mcp-test: $(EXECBOX)
