@@ -145,7 +145,10 @@ def layer_of(rel):
 
 
 def module_of(rel):
-    return posixpath.splitext(rel)[0]
+    """core/proc.c and core/proc.h are core/proc; a private header
+    mcp/mcp_int.h belongs to the module it serves, mcp/mcp."""
+    stem = posixpath.splitext(rel)[0]
+    return stem[:-4] if rel.endswith('_int.h') else stem
 
 
 def resolve(src, rel, kind, name, table):

@@ -72,6 +72,12 @@ def violations(lines):
     return [l for l in lines if not l.startswith('checkdeps: ')]
 
 
+def ok(tmp_path, extra):
+    """Plant CLEAN plus extra; expect no violations."""
+    rc, lines, err = run(plant(tmp_path, {**CLEAN, **extra}))
+    assert rc == 0, lines
+
+
 def check_bad(tmp_path, extra, rule, layer_cycles=None):
     """Plant CLEAN plus extra; expect exit 1 and violations of rule only, plus the
     layer cycles that an upward include closes, when layer_cycles is given."""
@@ -112,8 +118,11 @@ def test_init_may_not_reach_proc(tmp_path):
                                                'includes "proc/initc.h"')
 
 
-def test_plugin_has_no_transport(tmp_path):
-    check_bad(tmp_path, {'plugin/pandora.c': '#include "transport/http.h"\n'}, 'layer')
+def test_plugin_sits_on_rest(tmp_path):
+    # The seeds' routes are REST reshaped: plugin may include rest, never the reverse.
+    ok(tmp_path / 'a', {'plugin/pandora.c': '#include "rest/status.h"\n#include "transport/http.h"\n'})
+    check_bad(tmp_path / 'b', {'rest/api.c': '#include "plugin/plugin.h"\n'}, 'layer')
+    check_bad(tmp_path / 'c', {'mcp/mcp.c': '#include "plugin/plugin.h"\n'}, 'layer')
 
 
 def test_core_including_transport_fails(tmp_path):
@@ -141,13 +150,13 @@ def test_no_protocol_below_adapters(tmp_path, layer, header):
 
 def test_adapter_including_adapter_fails(tmp_path):
     bad = check_bad(tmp_path, {'rest/api_mcp.c': '#include "ops/catalog.h"\n#include "mcp/mcp.h"\n',
-                               'e2b/e2b.c': '#include "plugin/plugin.h"\n'},
+                               'e2b/e2b.c': '#include "rest/status.h"\n'},
                     'peers')
     assert bad == [
-        'src/e2b/e2b.c:1: [peers] e2b includes "plugin/plugin.h": the adapters '
-        '(e2b, mcp, plugin, rest) are peers and never include each other',
+        'src/e2b/e2b.c:1: [peers] e2b includes "rest/status.h": the adapters '
+        '(e2b, mcp, rest) are peers and never include each other',
         'src/rest/api_mcp.c:2: [peers] rest includes "mcp/mcp.h": the adapters '
-        '(e2b, mcp, plugin, rest) are peers and never include each other',
+        '(e2b, mcp, rest) are peers and never include each other',
     ]
 
 
@@ -171,15 +180,21 @@ def test_direct_mutual_include_fails(tmp_path):
 
 
 def test_three_module_cycle_fails(tmp_path):
-    bad = check_bad(tmp_path, {'mcp/mcp_tools.c': '#include "mcp/mcp_int.h"\n',
-                               'mcp/mcp_int.h': '#include "mcp/mcp_files.h"\n',
+    bad = check_bad(tmp_path, {'mcp/mcp_tools.c': '#include "mcp/mcp_core.h"\n',
+                               'mcp/mcp_core.h': '#include "mcp/mcp_files.h"\n',
                                'mcp/mcp_files.h': '#include "base/err.h"\n',
                                'mcp/mcp_files.c': '#include "mcp_files.h"\n#include "mcp_tools.h"\n',
                                'mcp/mcp_tools.h': '#include "transport/http.h"\n'},
                     'cycle')
-    assert bad == ['src/mcp/mcp_files.c:2: [cycle] modules include each other: '
-                   'mcp/mcp_files -> mcp/mcp_tools -> mcp/mcp_int -> mcp/mcp_files '
-                   '(at src/mcp/mcp_files.c:2, src/mcp/mcp_tools.c:1, src/mcp/mcp_int.h:1)']
+    assert bad == ['src/mcp/mcp_core.h:1: [cycle] modules include each other: '
+                   'mcp/mcp_core -> mcp/mcp_files -> mcp/mcp_tools -> mcp/mcp_core '
+                   '(at src/mcp/mcp_core.h:1, src/mcp/mcp_files.c:2, src/mcp/mcp_tools.c:1)']
+
+
+def test_private_header_is_its_modules(tmp_path):
+    # mcp.c includes mcp_int.h, which includes mcp.h: one module, no cycle.
+    ok(tmp_path, {'mcp/mcp.h': '#include "base/err.h"\n', 'mcp/mcp_int.h': '#include "mcp/mcp.h"\n',
+                  'mcp/mcp.c': '#include "mcp/mcp_int.h"\n'})
 
 
 def test_each_cycle_once_in_a_tangle(tmp_path):
@@ -284,10 +299,10 @@ def test_table_is_the_architecture():
     assert below['transport'] == {'base'}
     for a in ('rest', 'mcp', 'e2b'):
         assert below[a] == engine | {'transport'}
-    assert below['plugin'] == engine
+    assert below['plugin'] == engine | {'transport', 'rest'}
     assert below['daemon'] == set(t.lower) - {'init', 'cli', 'daemon'}
     assert below['cli'] == set(t.lower) - {'init', 'cli'}
-    assert t.peers == {'rest', 'mcp', 'plugin', 'e2b'}
+    assert t.peers == {'rest', 'mcp', 'e2b'}
     assert t.pure == engine | {'init'}
     assert t.protocol_layers == {'transport', 'rest', 'mcp', 'plugin', 'e2b'}
     assert t.protocol_headers == {'microhttpd.h'}
