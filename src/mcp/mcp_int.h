@@ -197,7 +197,6 @@ void mcp_resource_changed(struct xb_mcp_call *call, const char *path);
 void mcp_edits_free(struct xb_mcp_client *c);
 /* "image/png" and the like from magic bytes; NULL if not an image we show. */
 const char *mcp_image_mime(const void *p, size_t n);
-char *mcp_base64(const void *p, size_t n);
 
 /* ---- mcp_fixtures.c (only with --conformance-fixtures) ---- */
 json_t *mcp_fixture_tools(bool modern);
