@@ -65,6 +65,7 @@ struct var_req {
 
 struct xb_session {
         struct xb_session *next;
+        struct xb_defer defer;        /* session_free */
         struct xb_sbx *sbx;
         char id[17];
         char language[64];
@@ -1242,7 +1243,7 @@ xb_session_delete(struct xb_session *ss)
                         x->nsessions--;
                         break;
                 }
-        xb_loop_defer(x->srv->loop, session_free, ss);
+        xb_loop_defer(x->srv->loop, &ss->defer, session_free, ss);
 }
 
 void

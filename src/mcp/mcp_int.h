@@ -81,6 +81,7 @@ typedef void (*mcp_client_done)(struct xb_mcp_client *c, unsigned status, const 
 
 struct xb_mcp_call {
         struct xb_mcp *m;
+        struct xb_defer defer;        /* call_free */
         struct xb_mcp_client *c;
         struct xb_mcp_call *next;     /* in c->calls */
         struct xb_mcp_call *wait_next;

@@ -63,10 +63,12 @@ stop_loop(void *data)
 static void
 teardown(void)
 {
+        struct xb_defer stop = { 0 };
+
         xb_mcp_shutdown(mcp);
         xb_mcp_free(mcp);
         /* Run what was deferred (the frees of calls and requests), then stop. */
-        xb_loop_defer(loop, stop_loop, loop);
+        xb_loop_defer(loop, &stop, stop_loop, loop);
         xb_loop_run(loop);
         xb_http_stop(router);
         xb_loop_free(loop);
