@@ -9,18 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-struct deferred {
-        xb_defer_cb fn;
-        void *data;
-};
-
 struct xb_loop {
         int ep;
         bool stop;
         struct xb_timer **heap;
         size_t nheap, capheap;
-        struct deferred *defer;
-        size_t ndefer, capdefer;
+        struct xb_defer *defer_head, *defer_tail;
         xb_prepare_cb prepare;
         void *prepare_data;
 };
@@ -56,7 +50,6 @@ xb_loop_free(struct xb_loop *l)
                 return;
         close(l->ep);
         free(l->heap);
-        free(l->defer);
         free(l);
 }
 
@@ -194,29 +187,36 @@ xb_timer_start(struct xb_loop *l, struct xb_timer *t, uint64_t after_ms, xb_time
         heap_up(l, t->slot);
 }
 
-int
-xb_loop_defer(struct xb_loop *l, xb_defer_cb fn, void *data)
+void
+xb_loop_defer(struct xb_loop *l, struct xb_defer *d, xb_defer_cb fn, void *data)
 {
-        if (l->ndefer == l->capdefer) {
-                size_t cap = l->capdefer ? l->capdefer * 2 : 32;
-                struct deferred *d = realloc(l->defer, cap * sizeof(*d));
-
-                if (!d)
-                        return -ENOMEM;
-                l->defer = d;
-                l->capdefer = cap;
-        }
-        l->defer[l->ndefer++] = (struct deferred){ fn, data };
-        return 0;
+        if (d->pending)
+                return;
+        d->fn = fn;
+        d->data = data;
+        d->next = NULL;
+        d->pending = true;
+        if (l->defer_tail)
+                l->defer_tail->next = d;
+        else
+                l->defer_head = d;
+        l->defer_tail = d;
 }
 
 static void
 run_deferred(struct xb_loop *l)
 {
-        /* Deferred calls may defer more; run until none is left. */
-        for (size_t i = 0; i < l->ndefer; i++)
-                l->defer[i].fn(l->defer[i].data);
-        l->ndefer = 0;
+        struct xb_defer *d;
+
+        /* Deferred calls may defer more; run until none is left. d is
+         * unlinked first and not touched after fn, which may free it. */
+        while ((d = l->defer_head)) {
+                l->defer_head = d->next;
+                if (!l->defer_head)
+                        l->defer_tail = NULL;
+                d->pending = false;
+                d->fn(d->data);
+        }
 }
 
 static void

@@ -1,7 +1,8 @@
 /* The daemon's one event loop: epoll for fds, a min-heap of timers, and
  * deferred calls that run after the current batch of events (the only
  * place objects are freed, so a callback never frees something a later
- * event of the same batch still points to). Single-threaded. */
+ * event of the same batch still points to). A deferral lives in the object
+ * it frees, so deferring needs no memory and cannot fail. Single-threaded. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,6 +34,14 @@ struct xb_timer {
         bool active;
 };
 
+/* A deferred call, embedded in the object it is about (zeroed = idle). */
+struct xb_defer {
+        struct xb_defer *next;
+        xb_defer_cb fn;
+        void *data;
+        bool pending;
+};
+
 struct xb_loop *xb_loop_new(void);
 void xb_loop_free(struct xb_loop *l);
 /* Run until xb_loop_stop; returns -errno on a failure of epoll itself. */
@@ -50,8 +59,10 @@ void xb_io_stop(struct xb_io *io);
 void xb_timer_start(struct xb_loop *l, struct xb_timer *t, uint64_t after_ms, xb_timer_cb cb, void *data);
 void xb_timer_stop(struct xb_timer *t);
 
-/* Call fn(data) after the current batch of events. -ENOMEM on failure. */
-int xb_loop_defer(struct xb_loop *l, xb_defer_cb fn, void *data);
+/* Call fn(data) once after the current batch of events, in the order
+ * deferred. d is the caller's and must stay valid until fn is called (fn
+ * may free it); deferring a pending d again does nothing. Cannot fail. */
+void xb_loop_defer(struct xb_loop *l, struct xb_defer *d, xb_defer_cb fn, void *data);
 
 /* A hook run before every sleep; it may lower the sleep (ms, -1 = none). */
 typedef int (*xb_prepare_cb)(void *data);

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
@@ -280,25 +281,19 @@ hdr(struct curl_slist *l, const char *name, const char *value)
 static char *
 header_safe(const char *v)
 {
-        static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         const unsigned char *s = (const unsigned char *)v;
         size_t n = strlen(v), i;
         bool plain = n && s[0] != ' ' && s[n - 1] != ' ' && strncmp(v, "=?base64?", 9);
-        struct xb_buf b = { .max = 65536 };
+        _cleanup_free_ char *b64 = NULL;
+        char *out;
 
         for (i = 0; i < n && plain; i++)
                 plain = s[i] >= 0x20 && s[i] < 0x7f;
         if (plain)
                 return strdup(v);
-        xb_buf_puts(&b, "=?base64?");
-        for (i = 0; i + 2 < n; i += 3)
-                xb_buf_printf(&b, "%c%c%c%c", tab[s[i] >> 2], tab[((s[i] & 3) << 4) | (s[i + 1] >> 4)],
-                              tab[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)], tab[s[i + 2] & 63]);
-        if (i < n)
-                xb_buf_printf(&b, "%c%c%c=", tab[s[i] >> 2], tab[((s[i] & 3) << 4) | (i + 1 < n ? s[i + 1] >> 4 : 0)],
-                              i + 1 < n ? tab[(s[i + 1] & 15) << 2] : '=');
-        xb_buf_puts(&b, "?=");
-        return xb_buf_steal(&b);
+        if (xb_base64_encode_alloc(v, n, &b64) < 0 || asprintf(&out, "=?base64?%s?=", b64) < 0)
+                return NULL;
+        return out;
 }
 
 static void

@@ -84,6 +84,7 @@ enum xb_sbx_state { XB_SBX_STARTING, XB_SBX_READY, XB_SBX_DYING, XB_SBX_DEAD };
 
 struct xb_sbx {
         struct xb_server *srv;
+        struct xb_defer defer;        /* sbx_free, at the last unref */
         struct xb_sandbox *sb;
         char id[XB_SANDBOX_ID_LEN + 1];
         enum xb_sbx_state state;

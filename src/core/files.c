@@ -21,15 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/magic.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/utf8.h"
 #include "core/files.h"
+#include "proto/pseudofs.h"
 
 #define CTYPE_BYTES "application/octet-stream"
 #define PENDING_MAX 64          /* file operations waiting on one sandbox's init */
@@ -382,18 +381,6 @@ parse_range(const char *h, struct range *rg)
                 *rg = r;
 }
 
-static bool
-pseudo_fs(int fd)
-{
-        struct statfs sf;
-
-        if (fstatfs(fd, &sf) < 0)
-                return true;
-        return sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == DEBUGFS_MAGIC ||
-               sf.f_type == TRACEFS_MAGIC || sf.f_type == SECURITYFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
-               sf.f_type == CGROUP2_SUPER_MAGIC || sf.f_type == 0x65735546 /* FUSE */;
-}
-
 /* An fd from init is untrusted: a regular file on a real filesystem,
  * open for what we need and nothing that could block or lie. */
 static bool
@@ -402,7 +389,7 @@ fd_ok(int fd, bool for_write, struct stat *st)
         int fl = fcntl(fd, F_GETFL), acc = fl & O_ACCMODE;
 
         return fl >= 0 && !(fl & O_PATH) && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_size >= 0 &&
-               (for_write ? acc == O_WRONLY || acc == O_RDWR : acc == O_RDONLY || acc == O_RDWR) && !pseudo_fs(fd);
+               (for_write ? acc == O_WRONLY || acc == O_RDWR : acc == O_RDONLY || acc == O_RDWR) && !xb_pseudo_fs(fd);
 }
 
 static void

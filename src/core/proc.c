@@ -47,6 +47,7 @@ struct waiter {
 
 struct xb_proc {
         struct xb_proc *next;
+        struct xb_defer defer;        /* proc_free */
         struct xb_sbx *sbx;
         uint32_t tag;
         pid_t pid;
@@ -142,7 +143,7 @@ unlink_proc(struct xb_proc *p)
         close_pipe(&p->out_io, &p->out_fd);
         close_pipe(&p->err_io, &p->err_fd);
         close_pipe(&p->in_io, &p->in_fd);
-        xb_loop_defer(x->srv->loop, proc_free, p);
+        xb_loop_defer(x->srv->loop, &p->defer, proc_free, p);
 }
 
 /* ---- JSON ---- */

@@ -92,7 +92,7 @@ void
 xb_sbx_unref(struct xb_sbx *x)
 {
         if (--x->refs == 0)
-                xb_loop_defer(x->srv->loop, sbx_free, x);
+                xb_loop_defer(x->srv->loop, &x->defer, sbx_free, x);
 }
 
 uint32_t

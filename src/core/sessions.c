@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
@@ -64,6 +65,7 @@ struct var_req {
 
 struct xb_session {
         struct xb_session *next;
+        struct xb_defer defer;        /* session_free */
         struct xb_sbx *sbx;
         char id[17];
         char language[64];
@@ -126,35 +128,12 @@ static const char *
 image_store(struct xb_sbx *x, const char *mime, const char *b64, const char *hint_name)
 {
         static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-        size_t in = strlen(b64), n = 0;
-        unsigned char *out;
-        unsigned acc = 0;
-        int bits = 0;
+        size_t in = strlen(b64), n;
+        void *out;
         struct xb_image *im;
 
-        if (in / 4 * 3 > XB_IMAGE_MAX)
+        if (in / 4 * 3 > XB_IMAGE_MAX || xb_base64_decode_alloc(b64, in, XB_IMAGE_MAX, XB_BASE64_NEWLINES, &out, &n) < 0)
                 return NULL;
-        out = malloc(in / 4 * 3 + 3);
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < in; i++) {
-                char ch = b64[i];
-                int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-                        : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
-
-                if (ch == '=' || ch == '\n' || ch == '\r')
-                        continue;
-                if (v < 0) {
-                        free(out);
-                        return NULL;
-                }
-                acc = (acc << 6) | (unsigned)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[n++] = (unsigned char)(acc >> bits);
-                }
-        }
         if (strcmp(mime, "image/png") == 0 && (n < 8 || memcmp(out, png_sig, 8) != 0)) {
                 free(out);
                 return NULL;
@@ -1264,7 +1243,7 @@ xb_session_delete(struct xb_session *ss)
                         x->nsessions--;
                         break;
                 }
-        xb_loop_defer(x->srv->loop, session_free, ss);
+        xb_loop_defer(x->srv->loop, &ss->defer, session_free, ss);
 }
 
 void

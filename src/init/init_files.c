@@ -37,13 +37,12 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/magic.h>
 #include <linux/openat2.h>
 
 #include "init.h"
+#include "proto/pseudofs.h"
 
 #define RM_DEPTH_MAX 128
 #define RM_ENTRIES_MAX 100000
@@ -178,20 +177,6 @@ reopen(int pathfd, int flags)
         return fd < 0 ? -errno : fd;
 }
 
-/* Files of /proc (and kin) lie about their size and may block; /proc/self
- * here is init itself. None of them is served. */
-static bool
-pseudo_fs(int fd)
-{
-        struct statfs sf;
-
-        if (fstatfs(fd, &sf) < 0)
-                return true;
-        return sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == DEBUGFS_MAGIC ||
-               sf.f_type == TRACEFS_MAGIC || sf.f_type == SECURITYFS_MAGIC || sf.f_type == CGROUP_SUPER_MAGIC ||
-               sf.f_type == CGROUP2_SUPER_MAGIC;
-}
-
 /* Split an absolute path into parent and last component (in buf). "/" is
  * -EBUSY; "." and ".." as the last component are -EINVAL. */
 static int
@@ -299,7 +284,7 @@ op_read(const struct file_req *q)
                 reply_error(q->tag, e, 0);
                 return;
         }
-        if (!S_ISREG(st.st_mode) || pseudo_fs(fd)) {
+        if (!S_ISREG(st.st_mode) || xb_pseudo_fs(fd)) {
                 int e = S_ISDIR(st.st_mode) ? EISDIR : S_ISREG(st.st_mode) ? EOPNOTSUPP : EINVAL;
 
                 close(fd);
@@ -337,7 +322,7 @@ open_existing(const struct file_req *q, uint32_t *type)
                 close(fd);
                 return -e;
         }
-        if (!S_ISREG(st.st_mode) || pseudo_fs(fd)) {
+        if (!S_ISREG(st.st_mode) || xb_pseudo_fs(fd)) {
                 close(fd);
                 *type = ftype(st.st_mode);
                 return S_ISDIR(st.st_mode) ? -EISDIR : S_ISREG(st.st_mode) ? -EOPNOTSUPP : -EINVAL;
@@ -437,7 +422,7 @@ op_stat(const struct file_req *q)
         xb_msgw_u64(&w, XB_K_SIZE, st.st_size > 0 ? (uint64_t)st.st_size : 0);
         xb_msgw_u64(&w, XB_K_MTIME_NS, (uint64_t)((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec));
         /* A magic link's "target" would describe init's own fds: not sent. */
-        if (S_ISLNK(st.st_mode) && !pseudo_fs(fd)) {
+        if (S_ISLNK(st.st_mode) && !xb_pseudo_fs(fd)) {
                 ssize_t n = readlinkat(fd, "", target, sizeof(target));
 
                 if (n > 0 && (size_t)n < sizeof(target))

@@ -303,7 +303,7 @@ call_end(struct xb_mcp_call *call)
                 }
         client_touch(c);
         if (!call->in_dispatch)
-                xb_loop_defer(call->m->o.loop, call_free, call);
+                xb_loop_defer(call->m->o.loop, &call->defer, call_free, call);
 }
 
 static void
@@ -724,7 +724,7 @@ xb_mcp_handle(struct xb_mcp_client *c, enum xb_mcp_era era, json_t *msg, const s
         }
         call->in_dispatch = false;
         if (call->answered || call->abandoned) {
-                xb_loop_defer(c->m->o.loop, call_free, call);
+                xb_loop_defer(c->m->o.loop, &call->defer, call_free, call);
                 return NULL;
         }
         return call;

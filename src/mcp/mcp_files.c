@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
@@ -44,37 +45,6 @@ mcp_image_mime(const void *p, size_t n)
         if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBP", 4))
                 return "image/webp";
         return NULL;
-}
-
-char *
-mcp_base64(const void *p, size_t n)
-{
-        static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const unsigned char *b = p;
-        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-        size_t i;
-
-        if (!out)
-                return NULL;
-        for (i = 0; i + 2 < n; i += 3) {
-                *o++ = tab[b[i] >> 2];
-                *o++ = tab[((b[i] & 3) << 4) | (b[i + 1] >> 4)];
-                *o++ = tab[((b[i + 1] & 15) << 2) | (b[i + 2] >> 6)];
-                *o++ = tab[b[i + 2] & 63];
-        }
-        if (i < n) {
-                *o++ = tab[b[i] >> 2];
-                if (i + 1 < n) {
-                        *o++ = tab[((b[i] & 3) << 4) | (b[i + 1] >> 4)];
-                        *o++ = tab[(b[i + 1] & 15) << 2];
-                } else {
-                        *o++ = tab[(b[i] & 3) << 4];
-                        *o++ = '=';
-                }
-                *o++ = '=';
-        }
-        *o = '\0';
-        return out;
 }
 
 bool
@@ -192,7 +162,7 @@ read_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
                         mcp_tool_error(call, msg);
                         return;
                 }
-                b64 = mcp_base64(s, n);
+                xb_base64_encode_alloc(s, n, &b64);
                 snprintf(msg, sizeof(msg), "%.200s: %s image, %zu bytes.", path, mime, n);
                 mcp_tool_done(call, json_pack("[{s:s,s:s,s:s},o]", "type", "image", "data", b64 ? b64 : "", "mimeType",
                                               mime, mcp_text_block(msg)),

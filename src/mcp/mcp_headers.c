@@ -10,27 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "mcp/mcp.h"
-
-static int
-b64val(char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
 
 /* A header value as sent, or decoded from =?base64?...?=; -1 if that is malformed. */
 static int
 header_value(const char *h, char *out, size_t cap)
 {
-        size_t n = strlen(h), len, o = 0;
-        unsigned acc = 0;
-        int bits = 0;
+        size_t n = strlen(h);
+        ssize_t len;
 
         for (const char *p = h; *p; p++)
                 if ((unsigned char)*p < 0x20 && *p != '\t')
@@ -41,31 +29,11 @@ header_value(const char *h, char *out, size_t cap)
                 memcpy(out, h, n + 1);
                 return 0;
         }
-        h += 9;
-        len = n - 11;
-        if (len % 4)
+        len = xb_base64_decode(h + 9, n - 11, out, cap - 1, 0);
+        if (len < 0)
                 return -1;
-        for (size_t i = 0; i < len; i++) {
-                int v = b64val(h[i]);
-
-                if (h[i] == '=') {
-                        if (i < len - 2 || (i == len - 2 && h[len - 1] != '='))
-                                return -1;
-                        continue;
-                }
-                if (v < 0)
-                        return -1;
-                acc = (acc << 6) | (unsigned)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        if (o + 1 >= cap)
-                                return -1;
-                        out[o++] = (char)((acc >> bits) & 0xff);
-                }
-        }
-        out[o] = '\0';
-        return memchr(out, '\0', o) ? -1 : 0;
+        out[len] = '\0';
+        return memchr(out, '\0', (size_t)len) ? -1 : 0;
 }
 
 /* The body's value as header text: strings as is, integers and booleans

@@ -81,6 +81,7 @@ typedef void (*mcp_client_done)(struct xb_mcp_client *c, unsigned status, const 
 
 struct xb_mcp_call {
         struct xb_mcp *m;
+        struct xb_defer defer;        /* call_free */
         struct xb_mcp_client *c;
         struct xb_mcp_call *next;     /* in c->calls */
         struct xb_mcp_call *wait_next;
@@ -197,7 +198,6 @@ void mcp_resource_changed(struct xb_mcp_call *call, const char *path);
 void mcp_edits_free(struct xb_mcp_client *c);
 /* "image/png" and the like from magic bytes; NULL if not an image we show. */
 const char *mcp_image_mime(const void *p, size_t n);
-char *mcp_base64(const void *p, size_t n);
 
 /* ---- mcp_fixtures.c (only with --conformance-fixtures) ---- */
 json_t *mcp_fixture_tools(bool modern);

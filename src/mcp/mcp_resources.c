@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
@@ -167,8 +168,10 @@ read_resource_done(struct xb_mcp_call *call, unsigned status, const char *ctype,
                 c = json_pack("{s:s,s:s,s:s%}", "uri", uri, "mimeType", mime_for(path, true), "text", (const char *)data,
                               len);
         else {
-                _cleanup_free_ char *b64 = mcp_base64(data, len);
                 const char *mime = mcp_image_mime(data, len);
+                _cleanup_free_ char *b64 = NULL;
+
+                xb_base64_encode_alloc(data, len, &b64);
 
                 c = json_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType", mime ? mime : mime_for(path, false), "blob",
                               b64 ? b64 : "");

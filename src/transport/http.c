@@ -47,6 +47,7 @@ struct xb_http {
 
 struct xb_req {
         struct xb_http *http;
+        struct xb_defer free_defer, continue_defer;
         struct MHD_Connection *conn;
         const struct xb_route *route;
         char *path;
@@ -357,7 +358,7 @@ xb_req_resume(struct xb_req *r)
                 r->suspended = false;
                 /* A sink route's body goes in once the handler has set the sink. */
                 if (!r->replied && r->phase == XB_PHASE_BEGIN)
-                        xb_loop_defer(r->http->loop, virt_continue, r);
+                        xb_loop_defer(r->http->loop, &r->continue_defer, virt_continue, r);
                 return;
         }
         stop_watch(r);
@@ -395,7 +396,7 @@ vreply(struct xb_req *r, unsigned status, const char *ctype, const void *p, size
         r->on_gone = NULL;
         r->suspended = false;
         r->vops->reply(r->vctx, status, ctype, p, n);
-        xb_loop_defer(r->http->loop, (xb_defer_cb)req_free, r);
+        xb_loop_defer(r->http->loop, &r->free_defer, (xb_defer_cb)req_free, r);
 }
 
 static void
@@ -895,7 +896,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
         if (cb)
                 cb(r, r->owner);
         stop_watch(r);
-        xb_loop_defer(r->http->loop, (xb_defer_cb)req_free, r);
+        xb_loop_defer(r->http->loop, &r->free_defer, (xb_defer_cb)req_free, r);
 }
 
 static enum MHD_Result
@@ -1210,7 +1211,7 @@ xb_req_cancel(struct xb_req *r)
         r->on_gone = NULL;
         if (cb)
                 cb(r, r->owner);
-        xb_loop_defer(r->http->loop, (xb_defer_cb)req_free, r);
+        xb_loop_defer(r->http->loop, &r->free_defer, (xb_defer_cb)req_free, r);
 }
 
 /* ---- listening ---- */

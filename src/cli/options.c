@@ -1,0 +1,180 @@
+/* One parser for the options of `execbox serve` and `execbox mcp`
+ * (options.h). Defaults differ per command (mcp: no listener, no auth, a
+ * pool of 1, quiet), and so does --pool's cap. */
+#define _GNU_SOURCE
+#include "cli/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "transport/http.h"
+
+#define SERVE (1u << XB_CMD_SERVE)
+#define MCP (1u << XB_CMD_MCP)
+
+enum {
+        O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
+        O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+};
+
+static const struct {
+        struct option opt;
+        unsigned cmds;
+} table[] = {
+        { { "listen", required_argument, NULL, O_LISTEN }, SERVE },
+        { { "state-dir", required_argument, NULL, O_STATE }, SERVE },
+        { { "token-file", required_argument, NULL, O_TOKEN_FILE }, SERVE },
+        { { "no-auth", no_argument, NULL, O_NOAUTH }, SERVE },
+        { { "server", required_argument, NULL, O_SERVER }, MCP },
+        { { "token", required_argument, NULL, O_TOKEN }, MCP },
+        { { "pool", required_argument, NULL, O_POOL }, SERVE | MCP },
+        { { "pool-python", no_argument, NULL, O_POOL_PY }, SERVE },
+        { { "max-sandboxes", required_argument, NULL, O_MAX }, SERVE },
+        { { "memory", required_argument, NULL, O_MEM }, SERVE | MCP },
+        { { "pids", required_argument, NULL, O_PIDS }, SERVE | MCP },
+        { { "cpus", required_argument, NULL, O_CPUS }, SERVE | MCP },
+        { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
+        { { "body-max", required_argument, NULL, O_BODY }, SERVE },
+        { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
+        { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP },
+        { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
+        { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
+        { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
+        { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
+        { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
+        { { "help", no_argument, NULL, 'h' }, SERVE | MCP },
+};
+
+static const char *const cmd_name[] = { [XB_CMD_SERVE] = "serve", [XB_CMD_MCP] = "mcp" };
+
+static void
+defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
+{
+        struct xb_server_opts *o = &a->o;
+
+        *o = (struct xb_server_opts){ 0 };
+        a->server = NULL;
+        a->token = NULL;
+        o->max_sandboxes = XB_SERVER_MAX_SANDBOXES_DEFAULT;
+        o->body_max = 16u << 20;
+        o->upload_max = 1u << 30;
+        o->allow_mounts = a->allow;
+        xb_limits_default(&o->defaults);
+        o->defaults.wall_ms = 0;
+        if (cmd == XB_CMD_SERVE) {
+                o->listen = "127.0.0.1:8000";
+                o->state_dir = "/var/lib/execbox";
+                o->pool_size = 4;
+        } else {
+                a->token = getenv("EXECBOX_TOKEN");
+                o->pool_size = 1;
+                o->no_auth = true;    /* the peer is whoever started us */
+                o->quiet = true;
+                xb_log_set_level(XB_LOG_WARN);
+        }
+}
+
+/* One option's value into a; -errno with err set when it is wrong. */
+static int
+apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg, struct xb_err *err)
+{
+        struct xb_server_opts *o = &a->o;
+        uint64_t v = 0, pool_max = cmd == XB_CMD_SERVE ? 1000 : 100;
+        int r = 0;
+
+        switch (opt) {
+        case O_LISTEN: o->listen = arg; break;
+        case O_STATE: o->state_dir = arg; break;
+        case O_TOKEN_FILE: o->token_file = arg; break;
+        case O_NOAUTH: o->no_auth = true; break;
+        case O_SERVER: a->server = arg; break;
+        case O_TOKEN: a->token = arg; break;
+        case O_POOL:
+                r = xb_parse_u64(arg, &v, err);
+                if (!r && v > pool_max)
+                        r = xb_err_msg(err, ERANGE, "at most %llu", (unsigned long long)pool_max);
+                o->pool_size = (unsigned)v;
+                break;
+        case O_POOL_PY: o->pool_python = true; break;
+        case O_MAX:
+                r = xb_parse_u64(arg, &v, err);
+                if (!r && (v < 1 || v > 16000))
+                        r = xb_err_msg(err, ERANGE, "between 1 and 16000");
+                o->max_sandboxes = (unsigned)v;
+                break;
+        case O_MEM: r = xb_parse_size(arg, &o->defaults.memory, err); break;
+        case O_PIDS: r = xb_parse_u64(arg, &o->defaults.pids, err); break;
+        case O_CPUS: r = xb_parse_cpus(arg, &o->defaults.cpus_milli, err); break;
+        case O_DISK: r = xb_parse_size(arg, &o->defaults.disk, err); break;
+        case O_BODY:
+                r = xb_parse_size(arg, &v, err);
+                o->body_max = (size_t)v;
+                break;
+        case O_UPLOAD:
+                r = xb_parse_size(arg, &v, err);
+                o->upload_max = (size_t)v;
+                break;
+        case O_ALLOW:
+                if (o->nallow == ARRAY_SIZE(a->allow))
+                        r = xb_err_msg(err, E2BIG, "too many --allow-mount options");
+                else
+                        a->allow[o->nallow++] = arg;
+                break;
+        case O_GUIDE: o->require_guide = true; break;
+        case O_FIXTURES: o->conformance_fixtures = true; break;
+        case O_CGROUP: r = xb_cgroup_mode_parse(arg, &o->cgroup_mode, err); break;
+        case O_QUIET:
+                o->quiet = true;
+                xb_log_set_level(XB_LOG_WARN);
+                break;
+        case O_VERBOSE: xb_log_set_level(XB_LOG_DEBUG); break;
+        }
+        return r;
+}
+
+int
+xb_server_args_parse(struct xb_server_args *a, enum xb_server_cmd cmd, int argc, char **argv)
+{
+        struct option longopts[ARRAY_SIZE(table) + 1] = { 0 };
+        const char *name = cmd_name[cmd];
+        struct xb_err err = { 0 };
+        size_t n = 0;
+        int opt;
+
+        defaults(a, cmd);
+        for (size_t i = 0; i < ARRAY_SIZE(table); i++)
+                if (table[i].cmds & (1u << cmd))
+                        longopts[n++] = table[i].opt;
+        while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+                if (opt == 'h')
+                        return XB_SERVER_ARGS_HELP;
+                if (opt == '?' || opt == ':') {
+                        fprintf(stderr, "execbox: error: unknown option; see `execbox %s --help`\n", name);
+                        return -1;
+                }
+                if (apply(a, cmd, opt, optarg, &err) < 0) {
+                        fprintf(stderr, "execbox: error: %s: %s\n", argv[optind - 1], err.msg);
+                        return -1;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "execbox: error: unexpected argument `%s`; see `execbox %s --help`\n", argv[optind],
+                        name);
+                return -1;
+        }
+        /* A bridge has no sandboxes of its own: its limits are the server's. */
+        if (!a->server && xb_limits_validate(&a->o.defaults, &err) < 0) {
+                fprintf(stderr, "execbox: error: %s\n", err.msg);
+                return -1;
+        }
+        if (cmd == XB_CMD_SERVE && a->o.no_auth && !xb_http_is_loopback(a->o.listen)) {
+                fprintf(stderr, "execbox: error: --no-auth is allowed only on loopback (127.0.0.1:PORT) or a unix "
+                                "socket, not on %s\n", a->o.listen);
+                return -1;
+        }
+        return 0;
+}
