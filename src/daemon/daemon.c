@@ -231,7 +231,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 xb_error("%s", err.msg);
                 goto fail;
         }
-        mo = (struct xb_mcp_opts){ .loop = s->loop, .router = s->http, .defaults = &s->o.defaults,
+        mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s, .router = s->http, .defaults = &s->o.defaults,
                                    .fixtures = s->o.conformance_fixtures, .ntenants = s->ntokens ? s->ntokens : 1 };
         if (xb_mcp_new(&mo, &s->mcp, &err) < 0) {
                 xb_error("mcp: %s", err.msg);

@@ -1,14 +1,14 @@
 /* The MCP core: JSON-RPC 2.0 messages and their dispatch, client
- * contexts, calls and the REST operations they run. The methods live in
- * mcp_methods.c, tools in mcp_tools.c, files and resources in
- * mcp_files.c and mcp_resources.c; see mcp.h for the theory of operation.
+ * contexts, and calls. The methods live in mcp_methods.c, tools in
+ * mcp_tools.c, files and resources in mcp_files.c and mcp_resources.c,
+ * the operations calls run in mcp_op.c; see mcp.h for the theory of
+ * operation.
  *
  * A call is one request in flight. It is answered exactly once through
- * its front's callbacks (or abandoned without an answer); whatever REST
- * operation it has in flight is a struct rest_op, which outlives the call
- * when the call goes first and is freed when its reply comes or it is
- * cancelled. Calls are freed after the current batch of loop events, never
- * inside a callback that may still use them. */
+ * its front's callbacks (or abandoned without an answer); the operation
+ * it has in flight is cancelled when it ends first. Calls are freed after
+ * the current batch of loop events, never inside a callback that may
+ * still use them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -210,10 +210,10 @@ client_free(struct xb_mcp_client *c)
         client_cancel_all(c);
         /* The default sandbox goes with the context; picked ones stay. */
         if (c->sandbox && !c->m->closing) {
-                char path[128];
+                json_t *args = json_pack("{s:s}", "id", c->sandbox);
 
-                snprintf(path, sizeof(path), "/v1/sandboxes/%s", c->sandbox);
-                mcp_rest_detached(c->m, c->tenant, "DELETE", path, NULL);
+                mcp_op_detached(c->m, c->tenant, "sandbox_delete", args);
+                json_decref(args);
         }
         xb_timer_stop(&c->idle);
         for (struct code_session *s = c->code, *n; s; s = n) {
@@ -249,16 +249,6 @@ xb_mcp_client_close(struct xb_mcp_client *c)
 
 /* ---- calls ---- */
 
-struct rest_op {
-        struct xb_mcp_call *call;     /* NULL once the call is gone or for detached operations */
-        struct xb_mcp_client *client; /* or the context it works for */
-        struct xb_req *req;
-        mcp_rest_done done;
-        mcp_rest_event event;
-        mcp_client_done cdone;
-        bool replied, returned;
-};
-
 static void
 call_free(void *data)
 {
@@ -283,14 +273,7 @@ call_end(struct xb_mcp_call *call)
         struct xb_mcp_client *c = call->c;
 
         xb_timer_stop(&call->timer);
-        if (call->op) {
-                struct rest_op *op = call->op;
-
-                call->op = NULL;
-                op->call = NULL;
-                xb_req_cancel(op->req);   /* its work is cancelled; no reply comes */
-                free(op);
-        }
+        mcp_op_cancel(call->op);   /* its work stops; nothing more comes */
         for (struct xb_mcp_call **p = &c->waiters; *p; p = &(*p)->wait_next)
                 if (*p == call) {
                         *p = call->wait_next;
@@ -391,16 +374,16 @@ mcp_progress(struct xb_mcp_call *call, double progress, double total, const char
         mcp_notify(call, "notifications/progress", p);
 }
 
-/* Stop the call's work: its REST operation is cancelled (a command is
+/* Stop the call's work: its operation is cancelled (a command is
  * killed), and a running cell is interrupted too. */
 static void
 call_stop(struct xb_mcp_call *call)
 {
         if (call->op && call->sid && call->sandbox) {
-                char path[200];
+                json_t *args = json_pack("{s:s,s:s}", "id", call->sandbox, "sid", call->sid);
 
-                snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions/%s/interrupt", call->sandbox, call->sid);
-                mcp_rest_detached(call->m, call->c->tenant, "POST", path, "{}");
+                mcp_op_detached(call->m, call->c->tenant, "interrupt_session", args);
+                json_decref(args);
         }
         call_end(call);
 }
@@ -422,158 +405,6 @@ call_cancel(struct xb_mcp_call *call)
         call->abandoned = true;
         call->out->respond(call->out_ctx, NULL, 200);
         call_stop(call);
-}
-
-/* ---- REST operations ---- */
-
-static void
-op_reply(void *ctx, unsigned status, const char *ctype, const void *data, size_t len)
-{
-        struct rest_op *op = ctx;
-        struct xb_mcp_call *call = op->call;
-
-        op->replied = true;
-        if (call && call->op == op)
-                call->op = NULL;
-        if (call && op->done && !call->answered && !call->abandoned)
-                op->done(call, status, ctype, data, len);
-        if (op->client) {
-                struct xb_mcp_client *c = op->client;
-
-                if (c->op == op)
-                        c->op = NULL;
-                op->cdone(c, status, data, len);
-        }
-        if (op->returned)
-                free(op);
-}
-
-static void
-op_event(void *ctx, const char *name, json_t *data)
-{
-        struct rest_op *op = ctx;
-
-        if (op->call && op->event && !op->call->answered && !op->call->abandoned)
-                op->event(op->call, name, data);
-}
-
-static const struct xb_vreply_ops op_ops = { op_reply, op_event };
-
-static const char oom_reply[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\","
-                                "\"hint\":\"retry\"}}";
-
-static void
-rest(struct xb_mcp *m, struct rest_op *tmpl, const struct xb_vreq *v)
-{
-        struct rest_op *op;
-        struct xb_req *r;
-
-        if (m->closing)
-                return;   /* the router may be gone: no more operations */
-        op = malloc(sizeof(*op));
-        if (!op) {
-                if (tmpl->call && tmpl->done)
-                        tmpl->done(tmpl->call, 503, "application/json", oom_reply, sizeof(oom_reply) - 1);
-                if (tmpl->client)
-                        tmpl->cdone(tmpl->client, 503, oom_reply, sizeof(oom_reply) - 1);
-                return;
-        }
-        *op = *tmpl;
-        if (op->call)
-                op->call->op = op;
-        if (op->client)
-                op->client->op = op;
-        r = xb_http_inject(m->o.router, v, &op_ops, op);
-        op->returned = true;
-        if (op->replied) {
-                free(op);
-                return;
-        }
-        op->req = r;
-        if (!r) {
-                /* Only a request that replied returns NULL; be safe anyway. */
-                if (op->call && op->call->op == op)
-                        op->call->op = NULL;
-                if (op->client && op->client->op == op)
-                        op->client->op = NULL;
-                free(op);
-        }
-}
-
-void
-mcp_rest(struct xb_mcp_call *call, const char *method, const char *path, const char *const *query,
-         const char *const *headers, const void *body, size_t len, mcp_rest_done done, mcp_rest_event event)
-{
-        struct xb_vreq v = { .method = method, .path = path, .query = query, .headers = headers, .body = body,
-                             .body_len = len, .tenant = call->c->tenant };
-        struct rest_op op = { .call = call, .done = done, .event = event };
-
-        rest(call->m, &op, &v);
-}
-
-void
-mcp_rest_json(struct xb_mcp_call *call, const char *method, const char *path, json_t *body, mcp_rest_done done)
-{
-        static const char *const hdrs[] = { "Content-Type", "application/json", "Accept", "application/json", NULL };
-        _cleanup_free_ char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-
-        mcp_rest(call, method, path, NULL, hdrs, s, s ? strlen(s) : 0, done, NULL);
-}
-
-void
-mcp_rest_detached(struct xb_mcp *m, int tenant, const char *method, const char *path, const char *body)
-{
-        struct xb_vreq v = { .method = method, .path = path, .body = body, .body_len = body ? strlen(body) : 0,
-                             .tenant = tenant };
-        struct rest_op op = { 0 };
-
-        rest(m, &op, &v);
-}
-
-void
-mcp_rest_client(struct xb_mcp_client *c, const char *method, const char *path, const char *body, mcp_client_done done)
-{
-        static const char *const hdrs[] = { "Content-Type", "application/json", "Accept", "application/json", NULL };
-        struct xb_vreq v = { .method = method, .path = path, .headers = hdrs, .body = body,
-                             .body_len = body ? strlen(body) : 0, .tenant = c->tenant };
-        struct rest_op op = { .client = c, .cdone = done };
-
-        rest(c->m, &op, &v);
-}
-
-/* REST hints that name endpoints, said in terms of the tools instead. */
-static const struct {
-        const char *code, *hint;
-} tool_hints[] = {
-        { "file_not_found", "check the path; see what is there with list_files" },
-        { "is_a_directory", "a directory has no content: list it with list_files, or view it with edit_file" },
-        { "sandbox_not_found", "pass sandbox_id null to use your default sandbox, or see yours with sandbox_list" },
-        { "process_not_found", "use a pid that process_start (or a run_command still running) gave you in this "
-          "sandbox" },
-};
-
-char *
-mcp_rest_error_text(unsigned status, const void *data, size_t len, json_t **ret_obj)
-{
-        json_t *j = len ? json_loadb(data, len, 0, NULL) : NULL, *e = json_object_get(j, "error");
-        const char *code = json_string_value(json_object_get(e, "code"));
-        const char *msg = json_string_value(json_object_get(e, "message"));
-        const char *hint = json_string_value(json_object_get(e, "hint"));
-        char *s = NULL;
-
-        for (size_t i = 0; code && i < ARRAY_SIZE(tool_hints); i++)
-                if (!strcmp(code, tool_hints[i].code))
-                        hint = tool_hints[i].hint;
-        if (msg) {
-                if (asprintf(&s, "Error: %s (%s).%s%s", msg, code ? code : "error", hint && *hint ? " Hint: " : "",
-                             hint ? hint : "") < 0)
-                        s = NULL;
-        } else if (asprintf(&s, "Error: the operation failed with HTTP status %u.", status) < 0)
-                s = NULL;
-        if (ret_obj && json_is_object(e))
-                *ret_obj = json_incref(e);
-        json_decref(j);
-        return s;
 }
 
 static void
@@ -778,13 +609,7 @@ client_cancel_all(struct xb_mcp_client *c)
 {
         while (c->calls)
                 xb_mcp_call_abandon(c->calls);
-        if (c->op) {
-                struct rest_op *op = c->op;
-
-                c->op = NULL;
-                xb_req_cancel(op->req);
-                free(op);
-        }
+        mcp_op_cancel(c->op);
 }
 
 void

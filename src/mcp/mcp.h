@@ -6,9 +6,11 @@
  * at a time from a client context and answers through callbacks the front
  * gives it: notifications that belong to a request (progress, log
  * messages), then exactly one response. It never touches a socket and
- * never reaches into the sandbox engine: every tool runs as REST
- * operations injected into the server's router (xb_http_inject), so MCP
- * and REST share one set of handlers, limits and errors.
+ * never reaches into the sandbox engine itself: every tool runs
+ * operations of the op table (ops/ops.h) with a sink, so MCP and REST
+ * share one set of operations, limits and errors; MCP words its own hints
+ * (hints.c). While an operation is not in the table yet, it runs as the
+ * REST request it used to be, injected into the router (mcp_legacy.c).
  *
  * Two eras are served side by side. Legacy clients (2025-03-26, 2025-06-18,
  * 2025-11-25) open with initialize; each gets a client context (an HTTP
@@ -28,6 +30,7 @@
 #include "base/loop.h"
 
 struct xb_limits;
+struct xb_server;
 struct xb_mcp;
 struct xb_mcp_client;
 struct xb_mcp_call;
@@ -37,7 +40,8 @@ struct xb_mcp_call;
 
 struct xb_mcp_opts {
         struct xb_loop *loop;
-        struct xb_http *router;            /* REST operations run here as injected requests */
+        struct xb_server *core;            /* operations run on it; NULL: none (unit tests) */
+        struct xb_http *router;            /* TRANSITION: operations not in the op table run here as REST */
         const struct xb_limits *defaults;  /* for the guide */
         bool fixtures;                     /* the conformance suite's fixture tools, resources, prompts */
         size_t ntenants;                   /* tokens; tenant ids are 0..ntenants-1 */
@@ -45,8 +49,8 @@ struct xb_mcp_opts {
 
 /* The core; err says why not. */
 int xb_mcp_new(const struct xb_mcp_opts *o, struct xb_mcp **ret, struct xb_err *err);
-/* The server is stopping: cancel every call's work now, while the router
- * still runs, and make no more REST operations. Safe on NULL. */
+/* The server is stopping: cancel every call's work now, while the engine
+ * still runs, and start no more operations. Safe on NULL. */
 void xb_mcp_shutdown(struct xb_mcp *m);
 /* Drop every context (the fronts are told through ops->closed) and the
  * core; its sandboxes go with the server. Safe on NULL. */

@@ -1,6 +1,5 @@
 /* MCP over sandbox files: the read_file and edit_file tools, built on the
- * REST file API (GET and PUT .../files, GET .../files/list) as injected
- * requests.
+ * file operations read_file, write_file and list_files.
  *
  * read_file returns numbered lines like `cat -n` (the structured result
  * keeps them raw), or an image block for PNG, JPEG, GIF and WebP files
@@ -47,6 +46,27 @@ mcp_image_mime(const void *p, size_t n)
         return NULL;
 }
 
+const char *
+mcp_file_data(json_t *result, char **owned, size_t *ret_len)
+{
+        json_t *content = json_object_get(result, "content");
+        const char *enc = json_string_value(json_object_get(result, "encoding"));
+
+        *owned = NULL;
+        if (!json_is_string(content))
+                return NULL;
+        if (enc && !strcmp(enc, "base64")) {
+                void *buf = NULL;
+
+                if (xb_base64_decode_alloc(json_string_value(content), json_string_length(content), SIZE_MAX, 0,
+                                           &buf, ret_len) < 0)
+                        return NULL;
+                return *owned = buf;
+        }
+        *ret_len = json_string_length(content);
+        return json_string_value(content);
+}
+
 bool
 mcp_is_binary(const char *p, size_t n)
 {
@@ -79,7 +99,7 @@ line_starts(const char *s, size_t n, size_t *ret_n)
         return v;
 }
 
-/* "/home/user/x" for a relative x, as the REST API reads it. */
+/* "/home/user/x" for a relative x, as the file operations read it. */
 static char *
 abs_path(const char *p)
 {
@@ -105,31 +125,29 @@ numbered(struct xb_buf *b, const char *s, size_t n, const size_t *starts, size_t
 }
 
 void
-mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_rest_done done)
+mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_done_fn done, mcp_fail_fn fail)
 {
-        char url[128], range[48];
-        const char *q[] = { "path", path, NULL };
-        const char *h[] = { "Range", range, NULL };
+        json_t *args = json_pack("{s:s,s:s,s:I}", "id", call->sandbox, "path", path, "max_bytes",
+                                 (json_int_t)FILE_MAX + 1);
 
-        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files", call->sandbox);
-        snprintf(range, sizeof(range), "bytes=0-%u", FILE_MAX);
-        mcp_rest(call, "GET", url, q, h, NULL, 0, done, NULL);
-}
-
-static bool
-error_code_is(const void *data, size_t len, const char *code)
-{
-        json_t *j = json_loadb(data, len, 0, NULL);
-        bool is = !strcmp(json_string_value(json_object_get(json_object_get(j, "error"), "code")) ?: "", code);
-
-        json_decref(j);
-        return is;
+        mcp_op(call, "read_file", args, done, fail, NULL);
+        json_decref(args);
 }
 
 /* ---- read_file ---- */
 
+/* Whether a read_file result holds only the start of the file. */
+static bool
+file_cut(json_t *r, size_t n)
+{
+        json_t *size = json_object_get(r, "size");
+
+        return n > FILE_MAX || json_is_true(json_object_get(r, "truncated")) ||
+               (json_is_integer(size) && (json_int_t)n < json_integer_value(size));
+}
+
 static void
-read_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+read_file_done(struct xb_mcp_call *call, json_t *r, const char *s, size_t n)
 {
         const char *path = json_string_value(json_object_get(call->args, "path"));
         json_t *js = json_object_get(call->args, "start_line"), *je = json_object_get(call->args, "end_line");
@@ -137,20 +155,10 @@ read_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
         _cleanup_free_ size_t *starts = NULL;
         _cleanup_free_ char *clean = NULL;
         struct xb_buf text = { .max = 2 * VIEW_BYTES_MAX + 4096 }, raw = { .max = 2 * VIEW_BYTES_MAX + 4096 };
-        size_t nlines = 0, from, to, n = len;
-        bool cut = len > FILE_MAX, more;
-        const char *s = data;
+        size_t nlines = 0, from, to;
+        bool cut = file_cut(r, n), more;
         char msg[400];
 
-        (void)ctype;
-        if (status == 416) {   /* an empty file has no byte 0 */
-                n = 0;
-                s = "";
-        } else if (status >= 400) {
-                if (!mcp_retry_expired(call, status, data, len, mcp_read_file))
-                        mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
         if (cut)
                 n = FILE_MAX;
         if ((mime = mcp_image_mime(s, n))) {
@@ -191,7 +199,7 @@ read_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
                 mcp_tool_error(call, msg);
                 return;
         }
-        if (to < from) {
+        if (nlines && to < from) {
                 snprintf(msg, sizeof(msg), "Error: end_line %zu is before start_line %zu (invalid_range).", to, from);
                 mcp_tool_error(call, msg);
                 return;
@@ -232,10 +240,31 @@ read_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
         xb_buf_free(&raw);
 }
 
+static void
+read_done(struct xb_mcp_call *call, json_t *r)
+{
+        _cleanup_free_ char *owned = NULL;
+        size_t n = 0;
+        const char *s = mcp_file_data(r, &owned, &n);
+
+        if (s)
+                read_file_done(call, r, s, n);
+        else
+                mcp_tool_error(call, "Error: the file's content could not be read. Hint: retry.");
+        json_decref(r);
+}
+
+static void
+read_fail(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        if (!mcp_retry_expired(call, err, mcp_read_file))
+                mcp_tool_fail(call, err);
+}
+
 void
 mcp_read_file(struct xb_mcp_call *call)
 {
-        mcp_fetch(call, json_string_value(json_object_get(call->args, "path")), read_done);
+        mcp_fetch(call, json_string_value(json_object_get(call->args, "path")), read_done, read_fail);
 }
 
 /* ---- edit_file ---- */
@@ -369,7 +398,7 @@ diff(struct xb_buf *out, const char *path, const char *a, size_t an, const char 
 }
 
 static void
-put_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+put_done(struct xb_mcp_call *call, json_t *result)
 {
         const char *cmd = json_string_value(json_object_get(call->args, "command"));
         const char *path = json_string_value(json_object_get(call->acc, "path"));
@@ -377,11 +406,7 @@ put_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const voi
         size_t old_len = json_string_length(json_object_get(call->acc, "old"));
         struct xb_buf out = { .max = 1u << 20 };
 
-        (void)ctype;
-        if (status >= 400) {
-                mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
+        json_decref(result);
         if (strcmp(cmd, "undo_edit"))
                 edit_record(call->c, call->sandbox, path, old, old_len);
         mcp_resource_changed(call, path);
@@ -398,12 +423,18 @@ put_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const voi
 static void
 put(struct xb_mcp_call *call, const char *path)
 {
-        char url[128];
-        const char *q[] = { "path", path, NULL };
-        static const char *const h[] = { "Content-Type", "application/octet-stream", NULL };
+        /* The content was built from UTF-8 text: it is text too. */
+        json_t *content = json_stringn(call->buf, call->buf_len);
+        json_t *args = content ? json_pack("{s:s,s:s,s:o}", "id", call->sandbox, "path", path, "content", content)
+                               : NULL;
 
-        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files", call->sandbox);
-        mcp_rest(call, "PUT", url, q, h, call->buf, call->buf_len, put_done, NULL);
+        if (!args) {
+                mcp_tool_error(call, "Error: the new content is not valid UTF-8 text (not_editable). Hint: use "
+                               "run_command.");
+                return;
+        }
+        mcp_op(call, "write_file", args, put_done, NULL, NULL);
+        json_decref(args);
 }
 
 /* Show old_str for an error message: the start of it, on one line. */
@@ -459,19 +490,13 @@ edit_view(struct xb_mcp_call *call, const char *path, const char *s, size_t n)
 }
 
 static void
-list_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+list_done(struct xb_mcp_call *call, json_t *j)
 {
         const char *path = json_string_value(json_object_get(call->acc, "path"));
-        json_t *j, *e;
+        json_t *e;
         struct xb_buf out = { .max = 1u << 20 };
         size_t i;
 
-        (void)ctype;
-        if (status >= 400) {
-                mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
-        j = json_loadb(data, len, 0, NULL);
         xb_buf_printf(&out, "Here's the files and directories up to 2 levels deep in %s, excluding hidden items:\n",
                       path);
         json_array_foreach(json_object_get(j, "entries"), i, e) {
@@ -489,36 +514,34 @@ list_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
 }
 
 static void
-edit_fetched(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+edit_fetch_failed(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        const char *cmd = json_string_value(json_object_get(call->args, "command"));
+
+        if (!strcmp(cmd, "view") && err->ecode == XB_E_IS_A_DIRECTORY) {
+                json_t *args = json_pack("{s:s,s:O,s:i}", "id", call->sandbox, "path",
+                                         json_object_get(call->acc, "path"), "depth", 2);
+
+                mcp_op(call, "list_files", args, list_done, NULL, NULL);
+                json_decref(args);
+                return;
+        }
+        if (!mcp_retry_expired(call, err, mcp_edit_file))
+                mcp_tool_fail(call, err);
+}
+
+static void
+edit_text(struct xb_mcp_call *call, const char *s, size_t n, bool cut)
 {
         const char *cmd = json_string_value(json_object_get(call->args, "command"));
         const char *path = json_string_value(json_object_get(call->acc, "path"));
         const char *old_str = json_string_value(json_object_get(call->args, "old_str"));
         const char *new_str = json_string_value(json_object_get(call->args, "new_str"));
-        const char *s = data;
-        size_t n = len;
         char msg[600], q[80];
 
-        (void)ctype;
-        if (status == 416) {
-                s = "";
-                n = 0;
-        } else if (status >= 400) {
-                if (!strcmp(cmd, "view") && error_code_is(data, len, "is_a_directory")) {
-                        char url[128];
-                        const char *qs[] = { "path", path, "depth", "2", NULL };
-
-                        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files/list", call->sandbox);
-                        mcp_rest(call, "GET", url, qs, NULL, NULL, 0, list_done, NULL);
-                        return;
-                }
-                if (!mcp_retry_expired(call, status, data, len, mcp_edit_file))
-                        mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
-        if (n > FILE_MAX || mcp_is_binary(s, n)) {
+        if (n > FILE_MAX || cut || mcp_is_binary(s, n)) {
                 snprintf(msg, sizeof(msg), "Error: %s is %s (not_editable). Hint: edit_file works on text files up to "
-                         "%u bytes; use run_command for others.", path, n > FILE_MAX ? "too large" : "a binary file",
+                         "%u bytes; use run_command for others.", path, n > FILE_MAX || cut ? "too large" : "a binary file",
                          FILE_MAX);
                 mcp_tool_error(call, msg);
                 return;
@@ -630,6 +653,20 @@ edit_fetched(struct xb_mcp_call *call, unsigned status, const char *ctype, const
         }
 }
 
+static void
+edit_fetched(struct xb_mcp_call *call, json_t *r)
+{
+        _cleanup_free_ char *owned = NULL;
+        size_t n = 0;
+        const char *s = mcp_file_data(r, &owned, &n);
+
+        if (s)
+                edit_text(call, s, n, file_cut(r, n));
+        else
+                mcp_tool_error(call, "Error: the file's content could not be read. Hint: retry.");
+        json_decref(r);
+}
+
 void
 mcp_edit_file(struct xb_mcp_call *call)
 {
@@ -652,5 +689,5 @@ mcp_edit_file(struct xb_mcp_call *call)
         }
         json_decref(call->acc);
         call->acc = json_pack("{s:s}", "path", path);
-        mcp_fetch(call, path, edit_fetched);
+        mcp_fetch(call, path, edit_fetched, edit_fetch_failed);
 }

@@ -1,6 +1,7 @@
 /* Internals shared by the MCP core's files: mcp.c (JSON-RPC, lifecycle,
- * contexts, calls, prompts, completion), mcp_tools.c (tools over REST),
- * mcp_files.c (read_file, edit_file, resources), mcp_fixtures.c (the
+ * contexts, calls), mcp_op.c (the operations calls run), hints.c (error
+ * texts and hints), mcp_tools.c (tools over operations), mcp_files.c
+ * (read_file, edit_file), mcp_resources.c, mcp_fixtures.c (the
  * conformance suite's fixtures) and mcp_schema.c (argument checking).
  * Not for the fronts: they use mcp.h. */
 #pragma once
@@ -42,8 +43,8 @@ struct xb_mcp_client {
         json_t *caps;                 /* legacy: the client's capabilities */
         enum mcp_log_level log_level; /* legacy: logging/setLevel; LOG_NONE before */
         char *sandbox;                /* the default sandbox, once made */
-        bool creating;                /* its POST /v1/sandboxes is in flight */
-        struct rest_op *op;           /* that request */
+        bool creating;                /* its sandbox_create is in flight */
+        struct mcp_op *op;            /* that operation */
         struct xb_mcp_call *waiters;  /* calls waiting for it */
         struct xb_mcp_call *calls;    /* in flight */
         struct code_session *code;
@@ -71,13 +72,16 @@ struct xb_mcp {
         bool closing;
 };
 
-struct rest_op;
+struct mcp_op;
+struct xb_call;
 struct xb_mcp_call;
-typedef void (*mcp_rest_done)(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data,
-                              size_t len);
-typedef void (*mcp_rest_event)(struct xb_mcp_call *call, const char *name, json_t *data);
+/* An operation's result (taken) or error; events are borrowed. */
+typedef void (*mcp_done_fn)(struct xb_mcp_call *call, json_t *result);
+typedef void (*mcp_fail_fn)(struct xb_mcp_call *call, const struct xb_err *err);
+typedef void (*mcp_event_fn)(struct xb_mcp_call *call, const char *name, json_t *data);
 typedef void (*mcp_cont)(struct xb_mcp_call *call);
-typedef void (*mcp_client_done)(struct xb_mcp_client *c, unsigned status, const void *data, size_t len);
+typedef void (*mcp_client_done_fn)(struct xb_mcp_client *c, json_t *result);
+typedef void (*mcp_client_fail_fn)(struct xb_mcp_client *c, const struct xb_err *err);
 
 struct xb_mcp_call {
         struct xb_mcp *m;
@@ -97,7 +101,7 @@ struct xb_mcp_call {
         const struct xb_mcp_out_ops *out;
         void *out_ctx;
         bool in_dispatch, answered, abandoned;
-        struct rest_op *op;           /* the injected request in flight */
+        struct mcp_op *op;            /* the operation in flight */
         struct xb_timer timer;
         /* tool state */
         const struct xb_tool *tool;
@@ -105,7 +109,7 @@ struct xb_mcp_call {
         char *sandbox;                /* the sandbox the tool acts on */
         bool on_default, retried;
         char *sid;                    /* run_code: the interpreter */
-        json_t *acc;                  /* streamed result, edit state, ... */
+        json_t *acc;                  /* edit state, a resource's path, ... */
         char *buf;                    /* file content being edited */
         size_t buf_len;
         uint64_t start_ms, last_progress_ms, bytes;
@@ -134,22 +138,39 @@ void mcp_log(struct xb_mcp_call *call, enum mcp_log_level level, const char *fmt
         __attribute__((format(printf, 3, 4)));
 /* notifications/progress if the request asked for it; total < 0: unknown. */
 void mcp_progress(struct xb_mcp_call *call, double progress, double total, const char *message);
-/* A REST operation for the call, as tenant c->tenant. body may be NULL;
- * headers a NULL-terminated name, value list. done gets the reply (maybe
- * before this returns); event the streamed events. */
-void mcp_rest(struct xb_mcp_call *call, const char *method, const char *path, const char *const *query,
-              const char *const *headers, const void *body, size_t len, mcp_rest_done done, mcp_rest_event event);
-void mcp_rest_json(struct xb_mcp_call *call, const char *method, const char *path, json_t *body, mcp_rest_done done);
-/* A REST operation for a context rather than a call (making its sandbox);
- * cancelled if the context ends first. */
-void mcp_rest_client(struct xb_mcp_client *c, const char *method, const char *path, const char *body,
-                     mcp_client_done done);
-/* Fire and forget (no call): e.g. deleting a sandbox. */
-void mcp_rest_detached(struct xb_mcp *m, int tenant, const char *method, const char *path, const char *body);
-/* The REST error object of a reply ({"error": {...}}) as one line for a model. */
-char *mcp_rest_error_text(unsigned status, const void *data, size_t len, json_t **ret_obj);
 const char *mcp_log_level_name(enum mcp_log_level l);
 char *mcp_guide(struct xb_mcp *m);
+
+/* ---- mcp_op.c: operations (ops/ops.h) ---- */
+/* Run operation name for the call, as tenant c->tenant, with args
+ * (borrowed). Then exactly one of done or fail, perhaps before this
+ * returns, unless the call ends first: its operation is cancelled then (a
+ * command is killed). fail NULL means mcp_tool_fail; a non-NULL event asks
+ * for the operation's events (output as it comes). */
+void mcp_op(struct xb_mcp_call *call, const char *name, json_t *args, mcp_done_fn done, mcp_fail_fn fail,
+            mcp_event_fn event);
+/* An operation for a context rather than a call (making its sandbox);
+ * cancelled if the context ends first. */
+void mcp_op_client(struct xb_mcp_client *c, const char *name, json_t *args, mcp_client_done_fn done,
+                   mcp_client_fail_fn fail);
+/* Fire and forget: deleting a sandbox, interrupting a cell. */
+void mcp_op_detached(struct xb_mcp *m, int tenant, const char *name, json_t *args);
+/* Its call or context is gone: cancel the operation and free op. */
+void mcp_op_cancel(struct mcp_op *op);
+
+/* ---- mcp_legacy.c: TRANSITION, deleted once every operation is in the table ---- */
+/* Run an operation that is not in the op table yet as the injected REST
+ * request it used to be, and finish call with the reply. */
+void mcp_legacy_run(struct xb_mcp *m, int tenant, const char *name, json_t *args, struct xb_call *call);
+/* A REST error reply ({"error": {...}} with its status) as an error. */
+void mcp_legacy_err(unsigned status, const void *data, size_t len, struct xb_err *err);
+
+/* ---- hints.c ---- */
+/* What a model should do about err: MCP's advice for its code, else
+ * err->hint, else a neutral default. Static. */
+const char *mcp_hint(const struct xb_err *err);
+/* "Error: MESSAGE (code). Hint: ..." for a model (malloc'd; NULL: no memory). */
+char *mcp_err_text(const struct xb_err *err);
 
 /* ---- mcp_methods.c ---- */
 #define MCP_ERA_LEGACY 1u
@@ -170,12 +191,12 @@ void mcp_tools_call(struct xb_mcp_call *call);
  * with call->sandbox set, or after the call was answered with an error. */
 void mcp_need_sandbox(struct xb_mcp_call *call, mcp_cont cont);
 void mcp_forget_sandbox(struct xb_mcp_client *c, const char *id);
-/* After a 404 sandbox_not_found on the default sandbox: make a fresh one
- * and run cont again (once per call). False if that does not apply. */
-bool mcp_retry_expired(struct xb_mcp_call *call, unsigned status, const void *data, size_t len, mcp_cont cont);
+/* After sandbox_not_found on the default sandbox: make a fresh one and
+ * run cont again (once per call). False if that does not apply. */
+bool mcp_retry_expired(struct xb_mcp_call *call, const struct xb_err *err, mcp_cont cont);
 /* Tool results: isError with the message and hint; or structured. */
 void mcp_tool_error(struct xb_mcp_call *call, const char *text);
-void mcp_tool_rest_error(struct xb_mcp_call *call, unsigned status, const void *data, size_t len);
+void mcp_tool_fail(struct xb_mcp_call *call, const struct xb_err *err);
 void mcp_tool_done(struct xb_mcp_call *call, json_t *content, json_t *structured);
 json_t *mcp_text_block(const char *text);
 
@@ -183,8 +204,11 @@ json_t *mcp_text_block(const char *text);
 #define MCP_FILE_MAX (8u << 20)       /* bytes read from a file */
 void mcp_read_file(struct xb_mcp_call *call);
 void mcp_edit_file(struct xb_mcp_call *call);
-/* GET up to MCP_FILE_MAX + 1 bytes of path in call->sandbox. */
-void mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_rest_done done);
+/* Read up to MCP_FILE_MAX + 1 bytes of path in call->sandbox (read_file). */
+void mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_done_fn done, mcp_fail_fn fail);
+/* The bytes of a read_file result: its content, decoded if base64 (then
+ * in *owned, to free). NULL if the result has no readable content. */
+const char *mcp_file_data(json_t *result, char **owned, size_t *ret_len);
 /* NUL bytes near the start: not text. */
 bool mcp_is_binary(const char *p, size_t n);
 

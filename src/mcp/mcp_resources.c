@@ -87,18 +87,17 @@ mime_for(const char *path, bool text)
         return text ? "text/plain" : "application/octet-stream";
 }
 
+/* The resources: the guide, fixtures, and the files of listing j (taken; NULL: none). */
 static void
-list_resources_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+list_resources(struct xb_mcp_call *call, json_t *j)
 {
-        json_t *res = json_array(), *j, *e;
+        json_t *res = json_array(), *e;
         size_t i;
 
-        (void)ctype;
         json_array_append_new(res, json_pack("{s:s,s:s,s:s,s:s}", "uri", "execbox://guide", "name", "guide", "title",
                                              "The execbox usage guide", "mimeType", "text/markdown"));
         if (call->m->o.fixtures)
                 mcp_extend(res, mcp_fixture_resources());
-        j = status == 200 ? json_loadb(data, len, 0, NULL) : NULL;
         json_array_foreach(json_object_get(j, "entries"), i, e) {
                 const char *p = json_string_value(json_object_get(e, "path"));
                 char *uri;
@@ -118,20 +117,28 @@ list_resources_done(struct xb_mcp_call *call, unsigned status, const char *ctype
                 mcp_result(call, json_pack("{s:o}", "resources", res));
 }
 
+/* A listing that failed (the sandbox expired, say) has no files. */
+static void
+list_resources_failed(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        (void)err;
+        list_resources(call, NULL);
+}
+
 void
 mcp_resources_list(struct xb_mcp_call *call)
 {
-        char url[128];
-        static const char *const q[] = { "path", HOME, "depth", "3", NULL };
+        json_t *args;
 
         /* Listing makes no sandbox: without one there are no files yet. */
         if (!call->c->sandbox) {
-                list_resources_done(call, 404, NULL, NULL, 0);
+                list_resources(call, NULL);
                 return;
         }
         call->sandbox = strdup(call->c->sandbox);
-        snprintf(url, sizeof(url), "/v1/sandboxes/%s/files/list", call->sandbox);
-        mcp_rest(call, "GET", url, q, NULL, NULL, 0, list_resources_done, NULL);
+        args = json_pack("{s:s,s:s,s:i}", "id", call->sandbox, "path", HOME, "depth", 3);
+        mcp_op(call, "list_files", args, list_resources, list_resources_failed, NULL);
+        json_decref(args);
 }
 
 static void
@@ -142,25 +149,36 @@ not_found(struct xb_mcp_call *call, const char *uri)
 }
 
 static void
-read_resource_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+read_resource_failed(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        const char *uri = json_string_value(json_object_get(call->params, "uri"));
+        _cleanup_free_ char *text = NULL;
+
+        if (err->ecode == XB_E_FILE_NOT_FOUND || err->ecode == XB_E_SANDBOX_NOT_FOUND) {
+                not_found(call, uri);
+                return;
+        }
+        text = mcp_err_text(err);
+        mcp_fail(call, -32603, text ? text : "the file could not be read", NULL, 200);
+}
+
+static void
+read_resource_done(struct xb_mcp_call *call, json_t *r)
 {
         const char *uri = json_string_value(json_object_get(call->params, "uri"));
         const char *path = json_string_value(json_object_get(call->acc, "path")) ?: "";
+        _cleanup_free_ char *owned = NULL;
+        size_t len = 0;
+        const char *data = mcp_file_data(r, &owned, &len);
         json_t *c;
 
-        (void)ctype;
-        if (status == 416)
-                len = 0;
-        else if (status >= 400) {
-                _cleanup_free_ char *text = mcp_rest_error_text(status, data, len, NULL);
-
-                if (status == 404)
-                        not_found(call, uri);
-                else
-                        mcp_fail(call, -32603, text ? text : "the file could not be read", NULL, 200);
+        if (!data) {
+                json_decref(r);
+                mcp_fail(call, -32603, "the file could not be read", NULL, 200);
                 return;
         }
         if (len > MCP_FILE_MAX) {
+                json_decref(r);
                 mcp_fail(call, -32603, "the file is over 8 MiB; read parts of it with the read_file tool", NULL, 200);
                 return;
         }
@@ -176,6 +194,7 @@ read_resource_done(struct xb_mcp_call *call, unsigned status, const char *ctype,
                 c = json_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType", mime ? mime : mime_for(path, false), "blob",
                               b64 ? b64 : "");
         }
+        json_decref(r);
         if (call->modern)
                 mcp_result(call, json_pack("{s:[o],s:i,s:s}", "contents", c, "ttlMs", 0, "cacheScope", "private"));
         else
@@ -206,7 +225,7 @@ mcp_resources_read(struct xb_mcp_call *call, const char *uri)
         }
         call->sandbox = strdup(call->c->sandbox);
         call->acc = json_pack("{s:s}", "path", path);
-        mcp_fetch(call, path, read_resource_done);
+        mcp_fetch(call, path, read_resource_done, read_resource_failed);
 }
 
 void

@@ -1,16 +1,18 @@
-/* MCP tools over the REST API. A catalog tool with a REST operation is
- * mapped by xb_catalog_rest_call and run as an injected request; its JSON
- * reply becomes structuredContent and a plain-text rendering for clients
+/* MCP tools over operations. A catalog tool names its operation; its
+ * arguments become the operation's (xb_catalog_op_args) and its JSON
+ * result becomes structuredContent and a plain-text rendering for clients
  * that show only content. run_code picks an interpreter per context,
- * sandbox and language; read_file and edit_file live in mcp_files.c.
+ * sandbox and language; get_guide is the guide itself; read_file and
+ * edit_file live in mcp_files.c.
  *
- * A REST error (4xx/5xx) becomes a tool result with isError and the
- * error's message and hint, never a JSON-RPC error. It carries no
- * structuredContent: clients check that against the tool's output schema,
- * even on errors. When a context's default sandbox has expired under it,
- * a fresh one is made and the call retried once. While a call runs, a
- * request with a progressToken gets notifications/progress: output as it
- * comes for run_command, and a heartbeat every few seconds for all tools. */
+ * A failed operation becomes a tool result with isError and the error's
+ * message and MCP's hint for it (hints.c), never a JSON-RPC error. It
+ * carries no structuredContent: clients check that against the tool's
+ * output schema, even on errors. When a context's default sandbox has
+ * expired under it, a fresh one is made and the call retried once. While a
+ * call runs, a request with a progressToken gets notifications/progress:
+ * output as it comes for run_command, and a heartbeat every few seconds for
+ * all tools. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -48,9 +50,9 @@ mcp_tool_error(struct xb_mcp_call *call, const char *text)
 }
 
 void
-mcp_tool_rest_error(struct xb_mcp_call *call, unsigned status, const void *data, size_t len)
+mcp_tool_fail(struct xb_mcp_call *call, const struct xb_err *err)
 {
-        _cleanup_free_ char *text = mcp_rest_error_text(status, data, len, NULL);
+        _cleanup_free_ char *text = mcp_err_text(err);
 
         mcp_tool_error(call, text ? text : "Error: the operation failed.");
 }
@@ -99,12 +101,13 @@ mcp_forget_sandbox(struct xb_mcp_client *c, const char *id)
         }
 }
 
+/* The context's sandbox_create finished: id is the new default, or NULL
+ * after err; the calls waiting for it go on. */
 static void
-sandbox_made(struct xb_mcp_client *c, unsigned status, const void *data, size_t len)
+sandbox_ready(struct xb_mcp_client *c, const char *id, const struct xb_err *err)
 {
         struct xb_mcp_call *w = c->waiters, *next;
-        json_t *j = status == 201 ? json_loadb(data, len, 0, NULL) : NULL;
-        const char *id = json_string_value(json_object_get(j, "id"));
+        struct xb_err oom = { .ecode = XB_E_NOMEM, .msg = "out of memory" };
 
         c->creating = false;
         c->waiters = NULL;
@@ -128,16 +131,32 @@ sandbox_made(struct xb_mcp_client *c, unsigned status, const void *data, size_t 
                         mcp_log(w, LOG_INFO, "created sandbox %s as your default", c->sandbox);
                         w->wait_cont(w);
                 } else
-                        mcp_tool_rest_error(w, status, data, len);
+                        mcp_tool_fail(w, err ? err : &oom);
         }
-        json_decref(j);
+}
+
+static void
+sandbox_made(struct xb_mcp_client *c, json_t *result)
+{
+        const char *id = json_string_value(json_object_get(result, "id"));
+        struct xb_err err = { .ecode = XB_E_INTERNAL, .msg = "the new sandbox has no id" };
+
+        sandbox_ready(c, id, id ? NULL : &err);
+        json_decref(result);
+}
+
+static void
+sandbox_failed(struct xb_mcp_client *c, const struct xb_err *err)
+{
+        sandbox_ready(c, NULL, err);
 }
 
 void
 mcp_need_sandbox(struct xb_mcp_call *call, mcp_cont cont)
 {
         struct xb_mcp_client *c = call->c;
-        _cleanup_free_ char *body = NULL;
+        json_t *args;
+        char ctx[9];
 
         if (c->sandbox) {
                 free(call->sandbox);
@@ -152,10 +171,12 @@ mcp_need_sandbox(struct xb_mcp_call *call, mcp_cont cont)
         if (c->creating)
                 return;
         c->creating = true;
-        if (asprintf(&body, "{\"timeout_s\": %d, \"metadata\": {\"created_by\": \"mcp\", \"mcp_context\": \"%.8s\"}}",
-                     MCP_SANDBOX_TTL_S, c->modern ? "stateless" : c->id) < 0)
-                body = NULL;
-        mcp_rest_client(c, "POST", "/v1/sandboxes", body ? body : "{}", sandbox_made);
+        /* The metadata names the context by the start of its id. */
+        snprintf(ctx, sizeof(ctx), "%.8s", c->id);
+        args = json_pack("{s:i,s:{s:s,s:s}}", "timeout_s", MCP_SANDBOX_TTL_S, "metadata", "created_by", "mcp",
+                         "mcp_context", c->modern ? "stateless" : ctx);
+        mcp_op_client(c, "sandbox_create", args ? args : json_object(), sandbox_made, sandbox_failed);
+        json_decref(args);
 }
 
 /* The call's sandbox from its arguments, or the default. */
@@ -175,18 +196,9 @@ with_sandbox(struct xb_mcp_call *call, mcp_cont cont)
 
 /* A default sandbox that expired under the call: make a new one, once. */
 bool
-mcp_retry_expired(struct xb_mcp_call *call, unsigned status, const void *data, size_t len, mcp_cont cont)
+mcp_retry_expired(struct xb_mcp_call *call, const struct xb_err *err, mcp_cont cont)
 {
-        json_t *j, *e;
-        bool gone;
-
-        if (status != 404 || !call->on_default || call->retried)
-                return false;
-        j = json_loadb(data, len, 0, NULL);
-        e = json_object_get(j, "error");
-        gone = !strcmp(json_string_value(json_object_get(e, "code")) ?: "", "sandbox_not_found");
-        json_decref(j);
-        if (!gone)
+        if (err->ecode != XB_E_SANDBOX_NOT_FOUND || !call->on_default || call->retried)
                 return false;
         call->retried = true;
         mcp_log(call, LOG_WARNING, "your default sandbox %s had expired; using a fresh one", call->sandbox);
@@ -229,17 +241,12 @@ last_line(const char *s, size_t n, char *out, size_t cap)
         out[end - start] = '\0';
 }
 
-/* Events of a streamed exec: output becomes progress, the result is kept. */
+/* Events of a streamed run_command: output becomes progress. */
 static void
 exec_event(struct xb_mcp_call *call, const char *name, json_t *data)
 {
         uint64_t now = xb_now_ms();
 
-        if (!strcmp(name, "result")) {
-                json_decref(call->acc);
-                call->acc = json_incref(data);
-                return;
-        }
         if (strcmp(name, "stdout") && strcmp(name, "stderr"))
                 return;
         call->bytes += json_string_length(json_object_get(data, "data"));
@@ -359,8 +366,6 @@ render(const struct xb_tool *t, json_t *o)
                 return render_output(o);
         if (!strcmp(n, "list_files"))
                 return render_listing(o);
-        if (!strcmp(n, "get_guide"))
-                return strdup(json_string_value(json_object_get(o, "guide")) ?: "");
         if (!strcmp(n, "write_file") &&
             asprintf(&s, "Wrote %lld bytes to %s (its size is now %lld bytes).",
                      (long long)json_integer_value(json_object_get(o, "written")),
@@ -385,41 +390,25 @@ render(const struct xb_tool *t, json_t *o)
         return json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
-/* ---- tools with one REST operation ---- */
+/* ---- tools with one operation ---- */
 
 static void generic_go(struct xb_mcp_call *call);
 
 static void
-generic_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+generic_done(struct xb_mcp_call *call, json_t *o)
 {
         const struct xb_tool *t = call->tool;
-        json_t *o = NULL;
         _cleanup_free_ char *text = NULL;
 
         xb_timer_stop(&call->timer);
-        if (status >= 400) {
-                if (!mcp_retry_expired(call, status, data, len, generic_go))
-                        mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
-        switch (t->rest.reply) {
-        case XB_REPLY_EMPTY:
+        if (!strcmp(t->name, "sandbox_delete")) {
+                json_decref(o);
                 o = json_pack("{s:s,s:b}", "id", call->sandbox ? call->sandbox : "", "deleted", 1);
-                if (!strcmp(t->name, "sandbox_delete") && call->sandbox) {
+                if (call->sandbox) {
                         mcp_forget_sandbox(call->c, call->sandbox);
                         free(call->sandbox);
                         call->sandbox = NULL;   /* gone: not worth naming in the result */
                 }
-                break;
-        case XB_REPLY_TEXT:
-                o = json_pack("{s:s%}", "guide", (const char *)data, len);
-                break;
-        default:
-                if (ctype && strstr(ctype, "event-stream"))
-                        o = json_incref(call->acc);
-                else
-                        o = json_loadb(data, len, 0, NULL);
-                break;
         }
         if (!json_is_object(o)) {
                 json_decref(o);
@@ -440,34 +429,47 @@ generic_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const
 }
 
 static void
+generic_fail(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        xb_timer_stop(&call->timer);
+        if (!mcp_retry_expired(call, err, generic_go))
+                mcp_tool_fail(call, err);
+}
+
+static void
 generic_go(struct xb_mcp_call *call)
 {
-        static const char *const json_hdrs[] = { "Content-Type", "application/json", "Accept", "application/json", NULL };
-        static const char *const sse_hdrs[] = { "Content-Type", "application/json", "Accept", "text/event-stream", NULL };
-        static const char *const raw_hdrs[] = { "Content-Type", "application/octet-stream", NULL };
-        struct xb_rest_defaults d = { .sandbox = call->sandbox, .session = call->sid };
-        struct xb_rest_call rc = { 0 };
+        struct xb_tool_defaults d = { .sandbox = call->sandbox, .session = call->sid };
         struct xb_err err = { 0 };
-        _cleanup_free_ char *body = NULL;
+        json_t *args = NULL;
         bool stream = call->progress_token && !strcmp(call->tool->name, "run_command");
         char msg[600];
 
-        if (xb_catalog_rest_call(call->tool, call->args, &d, &rc, &err) < 0) {
+        if (xb_catalog_op_args(call->tool, call->args, &d, &args, &err) < 0) {
                 snprintf(msg, sizeof(msg), "Error: %s (invalid_arguments). Hint: fix the argument and call %s again.",
                          err.msg, call->tool->name);
                 mcp_tool_error(call, msg);
                 return;
         }
-        if (rc.body)
-                body = json_dumps(rc.body, JSON_COMPACT);
         if (call->progress_token) {
                 call->last_progress_ms = 0;
                 xb_timer_start(call->m->o.loop, &call->timer, HEARTBEAT_MS, heartbeat, call);
         }
-        mcp_rest(call, rc.method, rc.path, (const char *const *)rc.query,
-                 rc.raw ? raw_hdrs : stream ? sse_hdrs : json_hdrs, rc.raw ? rc.raw : body,
-                 rc.raw ? rc.raw_len : body ? strlen(body) : 0, generic_done, stream ? exec_event : NULL);
-        xb_rest_call_free(&rc);
+        mcp_op(call, call->tool->op, args, generic_done, generic_fail, stream ? exec_event : NULL);
+        json_decref(args);
+}
+
+/* get_guide: the guide this server serves, with its limits. */
+static void
+guide_go(struct xb_mcp_call *call)
+{
+        _cleanup_free_ char *g = mcp_guide(call->m);
+
+        if (!g) {
+                mcp_tool_error(call, "Error: out of memory. Hint: retry.");
+                return;
+        }
+        mcp_tool_done(call, json_pack("[o]", mcp_text_block(g)), json_pack("{s:s}", "guide", g));
 }
 
 /* ---- run_code ---- */
@@ -594,31 +596,11 @@ code_forget(struct xb_mcp_client *c, const char *sandbox, const char *lang)
 }
 
 static void
-code_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+code_done(struct xb_mcp_call *call, json_t *cell)
 {
         const char *lang = json_string_value(json_object_get(call->args, "language"));
-        json_t *cell, *content;
 
-        (void)ctype;
         xb_timer_stop(&call->timer);
-        if (status >= 400) {
-                json_t *j = json_loadb(data, len, 0, NULL);
-                bool gone = status == 404 &&
-                            !strcmp(json_string_value(json_object_get(json_object_get(j, "error"), "code")) ?: "",
-                                    "session_not_found");
-
-                json_decref(j);
-                if (gone && !call->retried) {
-                        call->retried = true;
-                        code_forget(call->c, call->sandbox, lang);
-                        code_go(call);
-                        return;
-                }
-                if (!mcp_retry_expired(call, status, data, len, code_go))
-                        mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
-        cell = json_loadb(data, len, 0, NULL);
         if (!json_is_object(cell)) {
                 json_decref(cell);
                 mcp_tool_error(call, "Error: the interpreter's reply could not be read. Hint: retry.");
@@ -626,43 +608,63 @@ code_done(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
         }
         if (!strcmp(json_string_value(json_object_get(cell, "status")) ?: "", "dead"))
                 code_forget(call->c, call->sandbox, lang);   /* a fresh one next time */
-        content = cell_content(cell);
-        mcp_tool_done(call, content, cell);
+        mcp_tool_done(call, cell_content(cell), cell);
+}
+
+static void
+code_fail(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        const char *lang = json_string_value(json_object_get(call->args, "language"));
+
+        xb_timer_stop(&call->timer);
+        switch (err->ecode) {
+        case XB_E_SESSION_NOT_FOUND:
+        case XB_E_SESSION_DELETED:
+                /* The interpreter went away: start another, once. */
+                code_forget(call->c, call->sandbox, lang);
+                if (!call->retried) {
+                        call->retried = true;
+                        code_go(call);
+                        return;
+                }
+                break;
+        case XB_E_SESSION_DEAD:
+        case XB_E_SESSION_DEAD_LOST:
+                code_forget(call->c, call->sandbox, lang);   /* the hint says the next call gets a fresh one */
+                break;
+        default:
+                if (mcp_retry_expired(call, err, code_go))
+                        return;
+                break;
+        }
+        mcp_tool_fail(call, err);
 }
 
 static void
 code_run(struct xb_mcp_call *call)
 {
-        char path[256];
-        json_t *body = json_pack("{s:O}", "code", json_object_get(call->args, "code"));
-        json_t *t = json_object_get(call->args, "timeout_s");
+        struct xb_tool_defaults d = { .sandbox = call->sandbox, .session = call->sid };
+        struct xb_err err = { 0 };
+        json_t *args = NULL;
 
-        if (json_is_number(t))
-                json_object_set(body, "timeout_s", t);
-        snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions/%s/run", call->sandbox, call->sid);
+        if (xb_catalog_op_args(call->tool, call->args, &d, &args, &err) < 0) {
+                mcp_tool_fail(call, &err);
+                return;
+        }
         if (call->progress_token)
                 xb_timer_start(call->m->o.loop, &call->timer, HEARTBEAT_MS, heartbeat, call);
-        mcp_rest_json(call, "POST", path, body, code_done);
-        json_decref(body);
+        mcp_op(call, call->tool->op, args, code_done, code_fail, NULL);
+        json_decref(args);
 }
 
 static void
-code_made(struct xb_mcp_call *call, unsigned status, const char *ctype, const void *data, size_t len)
+code_made(struct xb_mcp_call *call, json_t *j)
 {
         struct xb_mcp_client *c = call->c;
         const char *lang = json_string_value(json_object_get(call->args, "language"));
-        json_t *j;
-        const char *sid;
+        const char *sid = json_string_value(json_object_get(j, "id"));
         struct code_session *s;
 
-        (void)ctype;
-        if (status >= 400) {
-                if (!mcp_retry_expired(call, status, data, len, code_go))
-                        mcp_tool_rest_error(call, status, data, len);
-                return;
-        }
-        j = json_loadb(data, len, 0, NULL);
-        sid = json_string_value(json_object_get(j, "id"));
         s = sid ? calloc(1, sizeof(*s)) : NULL;
         if (!s || !(s->sandbox = strdup(call->sandbox)) || !(s->language = strdup(lang)) || !(s->sid = strdup(sid))) {
                 if (s) {
@@ -697,12 +699,18 @@ code_made(struct xb_mcp_call *call, unsigned status, const char *ctype, const vo
 }
 
 static void
+code_make_fail(struct xb_mcp_call *call, const struct xb_err *err)
+{
+        if (!mcp_retry_expired(call, err, code_go))
+                mcp_tool_fail(call, err);
+}
+
+static void
 code_go(struct xb_mcp_call *call)
 {
         const char *lang = json_string_value(json_object_get(call->args, "language"));
         struct code_session *s = code_find(call->c, call->sandbox, lang);
-        char path[160];
-        json_t *body;
+        json_t *args;
 
         if (s) {
                 free(call->sid);
@@ -710,10 +718,9 @@ code_go(struct xb_mcp_call *call)
                 code_run(call);
                 return;
         }
-        snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions", call->sandbox);
-        body = json_pack("{s:s}", "language", lang);
-        mcp_rest_json(call, "POST", path, body, code_made);
-        json_decref(body);
+        args = json_pack("{s:s,s:s}", "id", call->sandbox, "language", lang);
+        mcp_op(call, "create_session", args, code_made, code_make_fail, NULL);
+        json_decref(args);
 }
 
 /* ---- entry ---- */
@@ -737,7 +744,9 @@ mcp_tools_call(struct xb_mcp_call *call)
                 with_sandbox(call, mcp_read_file);
         else if (!strcmp(t->name, "edit_file"))
                 with_sandbox(call, mcp_edit_file);
-        else if (!t->rest.method)
+        else if (!strcmp(t->name, "get_guide"))
+                guide_go(call);
+        else if (!t->op)
                 mcp_tool_error(call, "Error: this tool is not available here.");
         else if (json_object_get(t->input, "properties") &&
                  json_object_get(json_object_get(t->input, "properties"), "sandbox_id") &&

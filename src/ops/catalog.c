@@ -1,7 +1,7 @@
 /* The tool catalog's machinery: parse and check the tools of
  * catalog_tools.c once, render them for MCP, OpenAI and Anthropic, check a
  * schema against OpenAI's strict-mode subset, and turn a tool call into its
- * REST request. It holds no per-request state. */
+ * operation's arguments. It holds no per-request state. */
 #define _GNU_SOURCE
 #include "ops/catalog.h"
 
@@ -12,6 +12,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "ops/jsonv.h"
 
 extern struct xb_tool xb_catalog_tools[];
 extern const size_t xb_catalog_ntools;
@@ -292,6 +293,8 @@ xb_catalog_init(struct xb_err *err)
 
                 if (!valid_name(t->name))
                         return xb_err_msg(err, EINVAL, "tool name `%s` must match ^[a-zA-Z0-9_-]{1,64}$", t->name);
+                if (t->op && !valid_name(t->op))
+                        return xb_err_msg(err, EINVAL, "tool %s: operation name `%s` is not a name", t->name, t->op);
                 for (size_t j = 0; j < i; j++)
                         if (!strcmp(xb_catalog_tools[j].name, t->name))
                                 return xb_err_msg(err, EINVAL, "tool %s is defined twice", t->name);
@@ -375,7 +378,7 @@ xb_catalog_format(const char *name)
         return -1;
 }
 
-/* ---- tool calls to REST requests ---- */
+/* ---- tool calls to operation arguments ---- */
 
 static const struct xb_tool_arg *
 find_arg(const struct xb_tool *t, const char *name)
@@ -384,43 +387,6 @@ find_arg(const struct xb_tool *t, const char *name)
                 if (a->name && !strcmp(a->name, name))
                         return a;
         return NULL;
-}
-
-/* RFC 3986 unreserved characters pass; everything else is %XX. */
-static int
-put_escaped(struct xb_buf *b, const char *s)
-{
-        static const char hex[] = "0123456789ABCDEF";
-
-        for (; *s; s++) {
-                unsigned char c = (unsigned char)*s;
-                int r;
-
-                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c))
-                        r = xb_buf_append(b, s, 1);
-                else
-                        r = xb_buf_printf(b, "%%%c%c", hex[c >> 4], hex[c & 15]);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* A scalar argument as text for a path or query; NULL if it is not one. */
-static char *
-scalar_text(json_t *v)
-{
-        char *s = NULL;
-
-        if (json_is_string(v))
-                return strdup(json_string_value(v));
-        if (json_is_integer(v) && asprintf(&s, "%lld", (long long)json_integer_value(v)) < 0)
-                return NULL;
-        if (json_is_real(v) && asprintf(&s, "%.17g", json_real_value(v)) < 0)
-                return NULL;
-        if (json_is_boolean(v))
-                return strdup(json_is_true(v) ? "true" : "false");
-        return s;
 }
 
 static int
@@ -461,54 +427,8 @@ schema_nullable(json_t *s)
         return false;
 }
 
-/* Fill {seg} of the path with an escaped value. */
-static int
-fill_path(struct xb_rest_call *c, const char *seg, const char *value, struct xb_err *err)
-{
-        char pat[80];
-        char *at;
-        struct xb_buf b = { .max = 8192 };
-
-        snprintf(pat, sizeof(pat), "{%s}", seg);
-        at = strstr(c->path, pat);
-        if (!at)
-                return xb_err_msg(err, EINVAL, "the path has no %s", pat);
-        if (!*value)
-                return xb_err_msg(err, EINVAL, "%s must not be empty", pat);
-        if (xb_buf_append(&b, c->path, (size_t)(at - c->path)) < 0 || put_escaped(&b, value) < 0 ||
-            xb_buf_puts(&b, at + strlen(pat)) < 0) {
-                xb_buf_free(&b);
-                return xb_err_msg(err, E2BIG, "%s is too long", pat);
-        }
-        free(c->path);
-        c->path = xb_buf_steal(&b);
-        return 0;
-}
-
-/* Append name and value (taken) to the call's query pairs. */
-static int
-add_pair(struct xb_rest_call *c, const char *name, char *value, struct xb_err *err)
-{
-        size_t n = 0;
-        char **q;
-
-        while (c->query && c->query[n])
-                n++;
-        q = realloc(c->query, (n + 3) * sizeof(*q));
-        if (!q || !(q[n] = strdup(name))) {
-                if (q)
-                        c->query = q;
-                free(value);
-                return xb_err_set(err, ENOMEM, "query");
-        }
-        q[n + 1] = value;
-        q[n + 2] = NULL;
-        c->query = q;
-        return 0;
-}
-
 static json_t *
-fallback_value(const struct xb_tool_arg *a, json_t *args, const struct xb_rest_defaults *d, json_t **tmp)
+fallback_value(const struct xb_tool_arg *a, json_t *args, const struct xb_tool_defaults *d, json_t **tmp)
 {
         const char *s = NULL;
 
@@ -525,63 +445,81 @@ fallback_value(const struct xb_tool_arg *a, json_t *args, const struct xb_rest_d
         return s ? (*tmp = json_string(s)) : NULL;
 }
 
+/* A scalar argument as text; NULL if it is not one. */
+static char *
+scalar_text(json_t *v)
+{
+        char *s = NULL;
+
+        if (json_is_string(v))
+                return strdup(json_string_value(v));
+        if (json_is_integer(v) && asprintf(&s, "%lld", (long long)json_integer_value(v)) < 0)
+                return NULL;
+        if (json_is_real(v) && asprintf(&s, "%.17g", json_real_value(v)) < 0)
+                return NULL;
+        if (json_is_boolean(v))
+                return strdup(json_is_true(v) ? "true" : "false");
+        return s;
+}
+
+/* Put argument name (its value v, borrowed) into the operation's
+ * arguments, checked for where REST would send it. A path parameter is
+ * text, as REST passes it: the operation sees one type either way. */
 static int
-place(struct xb_rest_call *c, const char *name, const struct xb_tool_arg *a, json_t *v,
-      struct xb_buf *query, struct xb_err *err)
+place(json_t *out, const char *name, const struct xb_tool_arg *a, json_t *v, struct xb_err *err)
 {
         const char *rest = a && a->rest ? a->rest : name;
         enum xb_arg_in in = a ? a->in : XB_ARG_BODY;
         _cleanup_free_ char *text = NULL;
         json_t *conv = NULL;
+        int r;
 
         switch (in) {
         case XB_ARG_PATH:
         case XB_ARG_QUERY:
-                if (!(text = scalar_text(v)))
+                /* A path segment or query value is text: scalars only. */
+                if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
                         return xb_err_msg(err, EINVAL, "`%s` must be a string or a number", name);
-                if (in == XB_ARG_PATH)
-                        return fill_path(c, rest, text, err);
-                if (xb_buf_puts(query, query->len ? "&" : "?") < 0 || put_escaped(query, rest) < 0 ||
-                    xb_buf_puts(query, "=") < 0 || put_escaped(query, text) < 0)
-                        return xb_err_msg(err, E2BIG, "the query is too long");
-                return add_pair(c, rest, TAKE_PTR(text), err);
+                if (in == XB_ARG_QUERY)
+                        break;
+                if (!(text = scalar_text(v)))
+                        return xb_err_set(err, ENOMEM, "tool call");
+                if (!*text)
+                        return xb_err_msg(err, EINVAL, "{%s} must not be empty", rest);
+                if (!(v = conv = json_string(text)))
+                        return xb_err_msg(err, EINVAL, "{%s} must be UTF-8 text", rest);
+                break;
         case XB_ARG_RAW:
                 if (!json_is_string(v))
                         return xb_err_msg(err, EINVAL, "`%s` must be a string", name);
-                c->raw = json_string_value(v);
-                c->raw_len = json_string_length(v);
-                return 0;
+                break;
         case XB_ARG_LOCAL:
-                return json_object_set(c->local, name, v);
+                return 0;
         case XB_ARG_BODY:
         default:
                 if (a && (a->flags & XB_ARGF_ENV_PAIRS)) {
-                        int r = env_pairs(v, &conv, name, err);
-
-                        if (r < 0)
+                        if ((r = env_pairs(v, &conv, name, err)) < 0)
                                 return r;
                         v = conv;
                 }
-                if (!c->body)
-                        c->body = json_object();
-                json_object_set(c->body, rest, v);
-                json_decref(conv);
-                return 0;
+                break;
         }
+        r = json_object_set(out, rest, v);
+        json_decref(conv);
+        return r < 0 ? xb_err_set(err, ENOMEM, "tool call") : 0;
 }
 
 int
-xb_catalog_rest_call(const struct xb_tool *t, json_t *args, const struct xb_rest_defaults *d,
-                     struct xb_rest_call *ret, struct xb_err *err)
+xb_catalog_op_args(const struct xb_tool *t, json_t *args, const struct xb_tool_defaults *d, json_t **ret_args,
+                   struct xb_err *err)
 {
-        struct xb_rest_call c = { 0 };
-        struct xb_buf query = { .max = 64 << 10 };
+        _cleanup_(xb_json_decrefp) json_t *out = NULL;
         json_t *props = json_object_get(t->input, "properties"), *v, *schema;
         const char *key;
-        int r = 0;
+        int r;
 
-        if (!t->rest.method)
-                return xb_err_msg(err, ENOTSUP, "%s has no REST operation of its own", t->name);
+        if (!t->op)
+                return xb_err_msg(err, ENOTSUP, "%s has no operation of its own", t->name);
         if (args && !json_is_object(args))
                 return xb_err_msg(err, EINVAL, "the arguments must be an object");
         json_object_foreach(args, key, v)
@@ -596,13 +534,8 @@ xb_catalog_rest_call(const struct xb_tool *t, json_t *args, const struct xb_rest
                         return xb_err_msg(err, EINVAL, "unknown argument `%.64s`; %s takes: %s", key, t->name,
                                           names ? names : "nothing");
                 }
-        c.method = t->rest.method;
-        c.path = strdup(t->rest.path);
-        c.local = json_object();
-        if (!c.path || !c.local) {
-                r = xb_err_set(err, ENOMEM, "tool call");
-                goto fail;
-        }
+        if (!(out = json_object()))
+                return xb_err_set(err, ENOMEM, "tool call");
         json_object_foreach(props, key, schema) {
                 const struct xb_tool_arg *a = find_arg(t, key);
                 json_t *tmp = NULL;
@@ -611,19 +544,17 @@ xb_catalog_rest_call(const struct xb_tool *t, json_t *args, const struct xb_rest
                 if (!v || json_is_null(v))
                         v = fallback_value(a, args, d, &tmp);
                 if (!v || json_is_null(v)) {
-                        if (!schema_nullable(schema) || (a && a->in == XB_ARG_PATH)) {
-                                r = a && a->fallback && !strcmp(a->fallback, "$sandbox")
+                        if (!schema_nullable(schema) || (a && a->in == XB_ARG_PATH))
+                                return a && a->fallback && !strcmp(a->fallback, "$sandbox")
                                         ? xb_err_msg(err, EINVAL, "`%s` is null and there is no default sandbox; "
                                                      "create one with sandbox_create", key)
                                         : xb_err_msg(err, EINVAL, "`%s` is required", key);
-                                goto fail;
-                        }
                         continue;
                 }
-                r = place(&c, key, a, v, &query, err);
+                r = place(out, key, a, v, err);
                 json_decref(tmp);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
         /* Path segments that are no argument of the tool ("$session"). */
         for (const struct xb_tool_arg *a = t->rest.args; a < t->rest.args + XB_TOOL_ARGS_MAX && (a->name || a->rest); a++) {
@@ -632,53 +563,14 @@ xb_catalog_rest_call(const struct xb_tool *t, json_t *args, const struct xb_rest
                 if (a->name)
                         continue;
                 v = fallback_value(a, args, d, &tmp);
-                if (!v) {
-                        r = xb_err_msg(err, EINVAL, "no %s to fill {%s}", a->fallback ? a->fallback : "value", a->rest);
-                        goto fail;
-                }
-                r = place(&c, a->rest, a, v, &query, err);
+                if (!v)
+                        return xb_err_msg(err, EINVAL, "no %s to fill {%s}", a->fallback ? a->fallback : "value",
+                                          a->rest);
+                r = place(out, a->rest, a, v, err);
                 json_decref(tmp);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-        if (strchr(c.path, '{')) {
-                r = xb_err_msg(err, EINVAL, "%s: unfilled path %s", t->name, c.path);
-                goto fail;
-        }
-        if (!c.body && !c.raw && (!strcmp(c.method, "POST") || !strcmp(c.method, "PUT")))
-                c.body = json_object();
-        {
-                struct xb_buf full = { .max = 128 << 10 };
-
-                if (xb_buf_puts(&full, c.path) < 0 || (query.len && xb_buf_append(&full, query.data, query.len) < 0)) {
-                        xb_buf_free(&full);
-                        r = xb_err_msg(err, E2BIG, "the request is too long");
-                        goto fail;
-                }
-                c.url = xb_buf_steal(&full);
-        }
-        if (!c.query && !(c.query = calloc(1, sizeof(char *)))) {
-                r = xb_err_set(err, ENOMEM, "query");
-                goto fail;
-        }
-        xb_buf_free(&query);
-        *ret = c;
+        *ret_args = TAKE_PTR(out);
         return 0;
-fail:
-        xb_buf_free(&query);
-        xb_rest_call_free(&c);
-        return r;
-}
-
-void
-xb_rest_call_free(struct xb_rest_call *c)
-{
-        free(c->path);
-        free(c->url);
-        for (size_t i = 0; c->query && c->query[i]; i++)
-                free(c->query[i]);
-        free(c->query);
-        json_decref(c->body);
-        json_decref(c->local);
-        *c = (struct xb_rest_call){ 0 };
 }

@@ -1,8 +1,10 @@
 /* The tool catalog: every tool a model can call, defined once (name,
- * description, input and output JSON Schemas, annotations, and the REST
- * operation it maps to). MCP tools/list, OpenAI and Anthropic tool schemas
- * and the tool operations of /openapi.json are all generated from it, so
- * they cannot drift apart.
+ * description, input and output JSON Schemas, annotations, the operation
+ * of ops/ops.h it runs, and where its arguments go in the REST request of
+ * that operation). MCP tools/list, OpenAI and Anthropic tool schemas and
+ * the tool operations of /openapi.json are all generated from it, so they
+ * cannot drift apart. A tool call becomes its operation's arguments with
+ * xb_catalog_op_args; the REST placement serves the OpenAPI document.
  *
  * Input schemas stay inside OpenAI's strict-mode subset: every object has
  * "additionalProperties": false and lists every property in "required";
@@ -20,7 +22,8 @@ struct xb_limits;
 
 #define XB_TOOL_ARGS_MAX 8
 
-/* Where a tool argument goes in the REST request. */
+/* Where a tool argument goes in the REST request. Every kind but LOCAL
+ * is also an argument of the operation, under its REST name. */
 enum xb_arg_in {
         XB_ARG_BODY,    /* a field of the JSON body: the default for unlisted arguments */
         XB_ARG_PATH,    /* fills the {name} segment of the path */
@@ -34,7 +37,7 @@ enum xb_arg_in {
 struct xb_tool_arg {
         const char *name;        /* the tool's argument */
         enum xb_arg_in in;
-        const char *rest;        /* its name in the request; NULL: the same */
+        const char *rest;        /* its name in the request and the operation; NULL: the same */
         const char *fallback;    /* when null: another argument's value, "$sandbox" or "$session" (the
                                   * caller's defaults), or "=text" (that text) */
         unsigned flags;
@@ -58,6 +61,7 @@ struct xb_tool_rest {
 
 struct xb_tool {
         const char *name;        /* ^[a-zA-Z0-9_-]{1,64}$ */
+        const char *op;          /* the operation it runs (ops/ops.h); NULL: the tool layer implements it */
         const char *title;
         const char *description; /* written for a model */
         const char *input_json;
@@ -88,33 +92,23 @@ int xb_catalog_format(const char *name);
  * failure returns -EINVAL with the JSON pointer of the offending node. */
 int xb_schema_check_strict(json_t *schema, struct xb_err *err);
 
-/* A tool call turned into its REST request. */
-struct xb_rest_call {
-        const char *method;
-        char *path;              /* path parameters filled in (percent-escaped), no query */
-        char **query;            /* NULL-terminated name, value pairs, not escaped (xb_vreq's form) */
-        char *url;               /* path, then "?name=value&..." escaped: for an HTTP client */
-        json_t *body;            /* the JSON body, or NULL */
-        const char *raw;         /* XB_ARG_RAW: the body bytes (owned by the arguments) */
-        size_t raw_len;
-        json_t *local;           /* XB_ARG_LOCAL arguments, for the tool layer */
-};
-
 /* What fills an argument that is null and has a "$sandbox" or "$session"
  * fallback: the caller's default sandbox, and the session it picked for the
  * call (run_code: one per language). NULL: none, the argument is required. */
-struct xb_rest_defaults {
+struct xb_tool_defaults {
         const char *sandbox;
         const char *session;
 };
 
-/* Map a call's arguments (an object, or NULL for none) to its REST request.
- * -EINVAL with a message for the model on an unknown, missing or mistyped
- * argument; -ENOTSUP for a tool with no REST operation of its own. On
- * success *ret is filled; free it with xb_rest_call_free. */
-int xb_catalog_rest_call(const struct xb_tool *t, json_t *args, const struct xb_rest_defaults *defaults,
-                         struct xb_rest_call *ret, struct xb_err *err);
-void xb_rest_call_free(struct xb_rest_call *c);
+/* Map a call's arguments (an object, or NULL for none) to the flat
+ * arguments of its operation, as REST would pass them: each under its
+ * REST name ("sandbox_id" is "id"), path parameters as strings, nulls left
+ * out or filled by their fallback, env pairs made an object, LOCAL
+ * arguments dropped. -EINVAL with a message for the model on
+ * an unknown, missing or mistyped argument; -ENOTSUP for a tool with no
+ * operation of its own. On success *ret_args is a new object. */
+int xb_catalog_op_args(const struct xb_tool *t, json_t *args, const struct xb_tool_defaults *defaults,
+                       json_t **ret_args, struct xb_err *err);
 
 /* ---- the guide (guide.c) ---- */
 

@@ -1,6 +1,8 @@
 /* The tools: each defined once, with its description for a model, its
  * schemas as JSON text (parsed and checked by catalog.c at start-up), its
- * annotations and the REST operation it maps to. Shared shapes come from
+ * annotations, the operation it runs and that operation's REST route (for
+ * the OpenAPI document). edit_file and get_guide run no operation of their
+ * own: the tool layer implements them. Shared shapes come from
  * catalog_schemas.h. Generation lives in catalog.c and openapi.c. */
 #include "ops/catalog.h"
 #include "ops/catalog_schemas.h"
@@ -14,6 +16,7 @@
 struct xb_tool xb_catalog_tools[] = {
 {
         .name = "sandbox_create",
+        .op = "sandbox_create",
         .title = "Create a sandbox",
         .description =
                 "Create a fresh, isolated Linux sandbox and return its id. Every other tool uses your default "
@@ -42,6 +45,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "sandbox_list",
+        .op = "sandbox_list",
         .title = "List sandboxes",
         .description = "List your sandboxes with their ids, states, limits and time left.",
         .input_json = OBJ("", ""),
@@ -52,6 +56,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "sandbox_delete",
+        .op = "sandbox_delete",
         .title = "Delete a sandbox",
         .description = "Delete a sandbox now: every process in it is killed and its files are gone. Use it when "
                 "you are done with a sandbox you created.",
@@ -65,6 +70,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "run_command",
+        .op = "run_command",
         .title = "Run a shell command",
         .description =
                 "Run a shell command line with bash -c in the sandbox and return its exit code and output. It "
@@ -92,6 +98,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "run_code",
+        .op = "run_code",
         .title = "Run code in a persistent interpreter",
         .description =
                 "Run code in a persistent interpreter and return its outputs. Variables, imports and functions "
@@ -116,6 +123,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "read_file",
+        .op = "read_file",
         .title = "Read a text file",
         .description = "Read a text file from the sandbox, whole or a range of lines (numbered from 1). Use it "
                 "instead of cat; for a directory use list_files.",
@@ -141,6 +149,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "write_file",
+        .op = "write_file",
         .title = "Write a file",
         .description = "Create or overwrite a file with the given content, creating missing parent directories. "
                 "Prefer it to shell heredocs and echo: nothing needs escaping. To change part of a file use "
@@ -190,6 +199,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "list_files",
+        .op = "list_files",
         .title = "List a directory",
         .description = "List the files and directories under a path, depth levels deep, with their types, "
                 "sizes, permissions and modification times.",
@@ -207,6 +217,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "process_start",
+        .op = "process_start",
         .title = "Start a background process",
         .description =
                 "Start a command in the background (a server, a watcher, a long build) and return its pid at "
@@ -228,6 +239,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "process_read",
+        .op = "process_read",
         .title = "Read a process's output",
         .description = "Read what a process printed after the given byte offsets, and whether it still runs. "
                 "Pass back the stdout_offset and stderr_offset you got to read only what is new; wait_s waits up "
@@ -249,6 +261,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "process_input",
+        .op = "process_input",
         .title = "Send input to a process",
         .description = "Write text to a background process's standard input; include \\n where it expects Enter. "
                 "eof true closes its stdin afterwards.",
@@ -266,6 +279,7 @@ struct xb_tool xb_catalog_tools[] = {
 },
 {
         .name = "process_kill",
+        .op = "process_kill",
         .title = "Signal a process",
         .description = "Send a signal to a background process and what it started (its process group): SIGTERM "
                 "by default, SIGINT like Ctrl-C, SIGKILL when it ignores the others. Read its final output with "

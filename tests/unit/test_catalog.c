@@ -2,7 +2,7 @@
  * document built from it: every tool's schemas parse and stay inside
  * OpenAI's strict-mode subset (checked here independently of the
  * catalog's own checker), the three tool formats have their shapes, tool
- * calls map to the right REST requests, and every route of the router
+ * calls map to the right operation arguments, and every route of the router
  * appears in /openapi.json with its method and path, and nothing else. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -296,99 +296,113 @@ args(const char *text)
         return j;
 }
 
-Test(catalog, rest_calls)
+static void
+expect_args(const char *tool, const char *in, const struct xb_tool_defaults *d, const char *want)
 {
-        struct xb_rest_defaults d = { .sandbox = "sbxdefault", .session = "sess01" };
-        struct xb_rest_call c;
         struct xb_err err = { 0 };
-        json_t *a;
+        json_t *a = args(in), *w = args(want), *got = NULL;
+        char *s;
 
-        a = args("{\"sandbox_id\": null, \"cmd\": \"ls\", \"cwd\": null, \"env\": [{\"name\": \"A\", \"value\": "
-                 "\"1\"}], \"timeout_s\": 5, \"yield_after_s\": null, \"stdin\": null}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("run_command"), a, &d, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.method, "POST");
-        cr_assert_str_eq(c.path, "/v1/sandboxes/sbxdefault/exec");
-        {
-                json_t *want = args("{\"cmd\": \"ls\", \"env\": {\"A\": \"1\"}, \"timeout_s\": 5}");
-
-                cr_assert(json_equal(c.body, want), "body %s", json_dumps(c.body, 0));
-                json_decref(want);
-        }
-        xb_rest_call_free(&c);
-        /* No default sandbox: the model is told how to get one. */
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("run_command"), a, NULL, &c, &err), -EINVAL);
-        cr_assert(strstr(err.msg, "sandbox_create"), "%s", err.msg);
+        cr_assert_eq(xb_catalog_op_args(xb_catalog_find(tool), a, d, &got, &err), 0, "%s: %s", tool, err.msg);
+        s = json_dumps(got, JSON_SORT_KEYS);
+        cr_assert(json_equal(got, w), "%s: got %s, want %s", tool, s, want);
+        free(s);
+        json_decref(got);
+        json_decref(w);
         json_decref(a);
+}
 
-        a = args("{\"sandbox_id\": \"a/b\", \"pid\": 42, \"stdout_offset\": 10, \"stderr_offset\": null, "
-                 "\"wait_s\": 5}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("process_read"), a, &d, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.method, "GET");
-        cr_assert_str_eq(c.path, "/v1/sandboxes/a%2Fb/processes/42/output");
-        cr_assert_str_eq(c.url, "/v1/sandboxes/a%2Fb/processes/42/output?stdout_offset=10&wait_s=5");
-        cr_assert_str_eq(c.query[0], "stdout_offset");
-        cr_assert_str_eq(c.query[1], "10");
-        cr_assert_str_eq(c.query[2], "wait_s");
-        cr_assert_str_eq(c.query[3], "5");
-        cr_assert_null(c.query[4]);
-        cr_assert_null(c.body);
-        xb_rest_call_free(&c);
+static void
+expect_refused(const char *tool, const char *in, const struct xb_tool_defaults *d, int code, const char *why)
+{
+        struct xb_err err = { 0 };
+        json_t *a = in ? args(in) : NULL, *got = NULL;
+
+        cr_assert_eq(xb_catalog_op_args(xb_catalog_find(tool), a, d, &got, &err), code, "%s %s", tool, in);
+        cr_assert_null(got);
+        cr_assert(strstr(err.msg, why), "%s: `%s` is not in: %s", tool, why, err.msg);
         json_decref(a);
+}
 
-        a = args("{\"sandbox_id\": \"s1\", \"path\": \"/home/user/a b.txt\", \"start_line\": 3, \"end_line\": null}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("read_file"), a, &d, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.url, "/v1/sandboxes/s1/files?path=%2Fhome%2Fuser%2Fa%20b.txt");
-        cr_assert_str_eq(c.query[1], "/home/user/a b.txt");
-        cr_assert_eq(json_integer_value(json_object_get(c.local, "start_line")), 3);
-        xb_rest_call_free(&c);
-        json_decref(a);
+/* A tool call becomes its operation's flat arguments, under their REST names. */
+Test(catalog, op_args)
+{
+        struct xb_tool_defaults d = { .sandbox = "sbxdefault", .session = "sess01" };
 
-        a = args("{\"sandbox_id\": \"s1\", \"path\": \"/home/user/x.sh\", \"content\": \"echo hi\\n\", \"mode\": \"0755\"}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("write_file"), a, &d, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.method, "PUT");
-        cr_assert_str_eq(c.url, "/v1/sandboxes/s1/files?path=%2Fhome%2Fuser%2Fx.sh&mode=0755");
-        cr_assert_eq(c.raw_len, 8);
-        cr_assert_null(c.body);
-        xb_rest_call_free(&c);
-        json_decref(a);
-
-        a = args("{\"sandbox_id\": null, \"language\": \"python\", \"code\": \"1+1\", \"timeout_s\": null}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("run_code"), a, &d, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.path, "/v1/sandboxes/sbxdefault/sessions/sess01/run");
-        cr_assert_str_eq(json_string_value(json_object_get(c.local, "language")), "python");
-        cr_assert_null(json_object_get(c.body, "language"));
-        xb_rest_call_free(&c);
-        json_decref(a);
-
-        a = args("{\"sandbox_id\": \"s1\"}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("sandbox_delete"), a, NULL, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.method, "DELETE");
-        cr_assert_str_eq(c.path, "/v1/sandboxes/s1");
-        cr_assert_str_eq(c.url, "/v1/sandboxes/s1");
-        cr_assert_null(c.query[0]);
-        xb_rest_call_free(&c);
-        json_decref(a);
-
+        /* The default sandbox fills a null sandbox_id; env pairs become an object; nulls go. */
+        expect_args("run_command", "{\"sandbox_id\": null, \"cmd\": \"ls\", \"cwd\": null, \"env\": [{\"name\": "
+                    "\"A\", \"value\": \"1\"}], \"timeout_s\": 5, \"yield_after_s\": null, \"stdin\": null}", &d,
+                    "{\"id\": \"sbxdefault\", \"cmd\": \"ls\", \"env\": {\"A\": \"1\"}, \"timeout_s\": 5}");
+        /* Path parameters are text, as REST passes them; query values keep
+         * their JSON types; nothing is escaped. */
+        expect_args("process_read", "{\"sandbox_id\": \"a/b\", \"pid\": 42, \"stdout_offset\": 10, "
+                    "\"stderr_offset\": null, \"wait_s\": 5}", &d,
+                    "{\"id\": \"a/b\", \"pid\": \"42\", \"stdout_offset\": 10, \"wait_s\": 5}");
+        /* The tool layer's own arguments stay out. */
+        expect_args("read_file", "{\"sandbox_id\": \"s1\", \"path\": \"/home/user/a b.txt\", \"start_line\": 3, "
+                    "\"end_line\": null}", &d, "{\"id\": \"s1\", \"path\": \"/home/user/a b.txt\"}");
+        expect_args("write_file", "{\"sandbox_id\": \"s1\", \"path\": \"/home/user/x.sh\", \"content\": "
+                    "\"echo hi\\n\", \"mode\": \"0755\"}", &d,
+                    "{\"id\": \"s1\", \"path\": \"/home/user/x.sh\", \"content\": \"echo hi\\n\", \"mode\": \"0755\"}");
+        /* run_code: the session picked for the call fills sid; language only picks it. */
+        expect_args("run_code", "{\"sandbox_id\": null, \"language\": \"python\", \"code\": \"1+1\", "
+                    "\"timeout_s\": null}", &d, "{\"id\": \"sbxdefault\", \"sid\": \"sess01\", \"code\": \"1+1\"}");
+        expect_args("sandbox_delete", "{\"sandbox_id\": \"s1\"}", NULL, "{\"id\": \"s1\"}");
         /* A literal fallback: list_files lists /home/user when path is null. */
-        a = args("{\"sandbox_id\": \"s1\", \"path\": null, \"depth\": 2}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("list_files"), a, NULL, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.url, "/v1/sandboxes/s1/files/list?path=%2Fhome%2Fuser&depth=2");
-        xb_rest_call_free(&c);
-        json_decref(a);
+        expect_args("list_files", "{\"sandbox_id\": \"s1\", \"path\": null, \"depth\": 2}", NULL,
+                    "{\"id\": \"s1\", \"path\": \"/home/user\", \"depth\": 2}");
+        expect_args("sandbox_create", "{\"timeout_s\": 60, \"env\": null, \"limits\": {\"memory\": 1024}}", NULL,
+                    "{\"timeout_s\": 60, \"limits\": {\"memory\": 1024}}");
+        expect_args("sandbox_list", "{}", NULL, "{}");
+        {
+                struct xb_err err = { 0 };
+                json_t *got = NULL;
 
-        /* Unknown and missing arguments, and a tool with no operation of its own. */
-        a = args("{\"command\": \"ls\"}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("run_command"), a, &d, &c, &err), -EINVAL);
-        cr_assert(strstr(err.msg, "command") && strstr(err.msg, "cmd"), "%s", err.msg);
-        json_decref(a);
-        a = args("{\"sandbox_id\": \"s1\"}");
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("run_command"), a, &d, &c, &err), -EINVAL);
-        cr_assert(strstr(err.msg, "`cmd` is required"), "%s", err.msg);
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("edit_file"), a, &d, &c, &err), -ENOTSUP);
-        json_decref(a);
-        cr_assert_eq(xb_catalog_rest_call(xb_catalog_find("sandbox_list"), NULL, NULL, &c, &err), 0, "%s", err.msg);
-        cr_assert_str_eq(c.path, "/v1/sandboxes");
-        xb_rest_call_free(&c);
+                cr_assert_eq(xb_catalog_op_args(xb_catalog_find("sandbox_list"), NULL, NULL, &got, &err), 0);
+                cr_assert(json_is_object(got) && json_object_size(got) == 0);
+                json_decref(got);
+        }
+
+        /* Refusals, with the messages a model reads. */
+        expect_refused("run_command", "{\"sandbox_id\": null, \"cmd\": \"ls\"}", NULL, -EINVAL,
+                       "no default sandbox; create one with sandbox_create");
+        expect_refused("run_command", "{\"command\": \"ls\"}", &d, -EINVAL, "unknown argument `command`; "
+                       "run_command takes: sandbox_id, cmd");
+        expect_refused("run_command", "{\"sandbox_id\": \"s1\"}", &d, -EINVAL, "`cmd` is required");
+        expect_refused("run_command", "{\"sandbox_id\": \"\", \"cmd\": \"ls\"}", &d, -EINVAL, "{id} must not be empty");
+        expect_refused("run_command", "{\"cmd\": \"ls\", \"env\": {\"A\": \"1\"}}", &d, -EINVAL,
+                       "`env` must be a list of");
+        expect_refused("run_command", "{\"cmd\": \"ls\", \"env\": [{\"name\": \"A\"}]}", &d, -EINVAL,
+                       "`env[0]` needs a string name and a string value");
+        expect_refused("process_read", "{\"pid\": [1]}", &d, -EINVAL, "`pid` must be a string or a number");
+        expect_refused("write_file", "{\"path\": \"/x\", \"content\": 5}", &d, -EINVAL, "`content` must be a string");
+        expect_refused("run_code", "{\"language\": \"python\", \"code\": \"1\"}", &(struct xb_tool_defaults){
+                               .sandbox = "s1" }, -EINVAL, "no $session to fill {sid}");
+        expect_refused("edit_file", "{\"sandbox_id\": \"s1\"}", &d, -ENOTSUP, "no operation of its own");
+        expect_refused("get_guide", NULL, &d, -ENOTSUP, "no operation of its own");
+        expect_refused("sandbox_list", "[]", &d, -EINVAL, "must be an object");
+}
+
+/* Tools name operations of the op table, by their operationIds. */
+Test(catalog, tools_name_operations)
+{
+        static const char *const ops[] = {
+                "sandbox_create", "sandbox_list", "sandbox_delete", "run_command", "process_start", "process_read",
+                "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code", NULL,
+        };
+
+        for (size_t i = 0; i < xb_catalog_count(); i++) {
+                const struct xb_tool *t = xb_catalog_tool(i);
+                bool known = false;
+
+                for (size_t k = 0; t->op && ops[k]; k++)
+                        known |= !strcmp(ops[k], t->op);
+                cr_assert(!t->op || known, "%s runs an unknown operation %s", t->name, t->op);
+                cr_assert(t->op || !strcmp(t->name, "edit_file") || !strcmp(t->name, "get_guide"),
+                          "%s runs no operation", t->name);
+                /* A tool's operation is the REST operation its route documents. */
+                cr_assert(!t->op || !strcmp(t->op, t->name), "%s: operationId %s", t->name, t->op);
+        }
 }
 
 /* ---- the OpenAPI document against the router ---- */

@@ -1,8 +1,9 @@
-/* Unit tests for the MCP core (server/mcp.h) without sandboxes: JSON-RPC
+/* Unit tests for the MCP core (mcp/mcp.h) without sandboxes: JSON-RPC
  * framing and its errors, the lifecycle of both eras, lists and prompts,
- * tool argument checking against the catalog's schemas, and the byte
- * helper (image magic). The core runs over a router with no
- * routes, so a tool that reaches the REST API gets its 404 as a tool error. */
+ * tool argument checking against the catalog's schemas, error texts and
+ * hints, and the byte helpers (base64, image magic). The core runs with no
+ * engine and a router with no routes, so a tool that reaches an
+ * operation gets the failure as a tool error. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -208,11 +209,78 @@ Test(mcp, tool_errors_are_results)
                                     "{\"name\":\"run_command\",\"arguments\":{\"cmd\":[]}}}");
         cr_assert(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
         cr_assert(mentions(a, "`cmd` must be string"));
-        /* No REST routes here: the operation's 404 is a tool error too. */
+        /* No engine here: the operation's failure is a tool error too. */
         a = send_msg(XB_MCP_LEGACY, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
-                                    "{\"name\":\"get_guide\",\"arguments\":{}}}");
+                                    "{\"name\":\"sandbox_list\",\"arguments\":{}}}");
         cr_assert(json_is_true(json_object_get(json_object_get(a, "result"), "isError")));
         cr_assert_null(json_object_get(json_object_get(a, "result"), "structuredContent"));
+        cr_assert(mentions(a, "Hint: "));
+        /* get_guide needs no operation: the guide itself. */
+        a = send_msg(XB_MCP_LEGACY, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":"
+                                    "{\"name\":\"get_guide\",\"arguments\":{}}}");
+        cr_assert_null(json_object_get(json_object_get(a, "result"), "isError"), "%s", json_dumps(a, 0));
+        cr_assert(json_is_string(json_object_get(json_object_get(json_object_get(a, "result"), "structuredContent"),
+                                                 "guide")));
+}
+
+/* Every code has tool-worded advice, or takes the engine's; none names a
+ * REST route. */
+Test(mcp, hints)
+{
+        static const char *const rest_words[] = { "GET ", "POST ", "PUT ", "DELETE ", "/v1/", "?path", "Range",
+                                                  "header" };
+        struct xb_err err = { .ecode = XB_E_FILE_NOT_FOUND, .msg = "no such file: /home/user/x" };
+        char *text;
+
+        for (int e = 0; e < XB_E__COUNT; e++) {
+                struct xb_err x = { .ecode = (enum xb_ecode)e };
+                const char *h = mcp_hint(&x);
+
+                cr_assert(h && *h, "code %s has no hint", xb_ecode_name((enum xb_ecode)e));
+                for (size_t i = 0; i < sizeof(rest_words) / sizeof(rest_words[0]); i++)
+                        cr_assert_null(strstr(h, rest_words[i]), "%s: %s", xb_ecode_name((enum xb_ecode)e), h);
+        }
+        text = mcp_err_text(&err);
+        cr_assert_str_eq(text, "Error: no such file: /home/user/x (file_not_found). Hint: check the path; see what "
+                               "is there with list_files");
+        free(text);
+        /* MCP's advice beats the engine's; without any, the engine's speaks. */
+        err.hint = "the engine's advice";
+        cr_assert(strstr(mcp_hint(&err), "list_files"));
+        err.ecode = XB_E_INVALID;
+        cr_assert_str_eq(mcp_hint(&err), "the engine's advice");
+        err.hint = NULL;
+        cr_assert(strstr(mcp_hint(&err), "call the tool again"));
+}
+
+/* TRANSITION: a REST error reply read back as a code and a message. */
+Test(mcp, legacy_errors)
+{
+        static const struct {
+                unsigned status;
+                const char *body;
+                enum xb_ecode want;
+                const char *msg;
+        } v[] = {
+                { 404, "{\"error\":{\"code\":\"sandbox_not_found\",\"message\":\"no sandbox x\",\"hint\":\"GET "
+                       "/v1/sandboxes\"}}", XB_E_SANDBOX_NOT_FOUND, "no sandbox x" },
+                { 500, "{\"error\":{\"code\":\"sandbox_failed\",\"message\":\"m\"}}", XB_E_SANDBOX_FAILED, "m" },
+                { 503, "{\"error\":{\"code\":\"sandbox_failed\",\"message\":\"m\"}}", XB_E_SANDBOX_UNAVAILABLE, "m" },
+                { 500, "{\"error\":{\"code\":\"spawn_failed\",\"message\":\"m\"}}", XB_E_SPAWN_INTERNAL, "m" },
+                { 400, "{\"error\":{\"code\":\"spawn_failed\",\"message\":\"m\"}}", XB_E_SPAWN_FAILED, "m" },
+                { 409, "{\"error\":{\"code\":\"session_dead\",\"message\":\"m\"}}", XB_E_SESSION_DEAD, "m" },
+                { 404, "{\"error\":{\"code\":\"not_found\",\"message\":\"no route\"}}", XB_E_INTERNAL, "no route" },
+                { 502, "bad gateway", XB_E_INTERNAL, "the operation failed with HTTP status 502" },
+        };
+
+        for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+                struct xb_err err;
+
+                mcp_legacy_err(v[i].status, v[i].body, strlen(v[i].body), &err);
+                cr_assert_eq(err.ecode, v[i].want, "%zu: %s", i, xb_ecode_name(err.ecode));
+                cr_assert_str_eq(err.msg, v[i].msg);
+                cr_assert_null(err.hint, "REST's hint is not MCP's");
+        }
 }
 
 Test(mcp, argument_schemas)
@@ -249,6 +317,23 @@ Test(mcp, argument_schemas)
 /* Base64 itself is tested in test_base64.c. */
 Test(mcp, image_mime)
 {
+        {
+                size_t n;
+                char *owned = NULL;
+                json_t *r = json_pack("{s:s,s:s}", "content", "AAEC/w==", "encoding", "base64");
+                const char *d;
+
+                /* read_file results: base64 decoded, text as it is. */
+                d = mcp_file_data(r, &owned, &n);
+                cr_assert(d && d == owned && n == 4 && d[3] == '\377');
+                free(owned);
+                json_object_set_new(r, "encoding", json_string("utf-8"));
+                d = mcp_file_data(r, &owned, &n);
+                cr_assert(d && !owned && n == 8 && !memcmp(d, "AAEC/w==", 8));
+                json_object_del(r, "content");
+                cr_assert_null(mcp_file_data(r, &owned, &n));
+                json_decref(r);
+        }
         cr_assert_str_eq(mcp_image_mime("\x89PNG\r\n\x1a\n....", 12), "image/png");
         cr_assert_str_eq(mcp_image_mime("\xff\xd8\xff\xe0", 4), "image/jpeg");
         cr_assert_str_eq(mcp_image_mime("GIF89a", 6), "image/gif");
