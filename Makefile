@@ -189,6 +189,13 @@ $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $<
 
+# bench_server is bench/bench_server.c (its parts, in order) and the files
+# of bench/server/ (its client, utilities and each part).
+BENCH_SERVER_OBJ := $(patsubst %.c,$(BUILD)/%.o,bench/bench_server.c $(wildcard bench/server/*.c))
+$(BUILD)/bench/bench_server: $(BENCH_SERVER_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^)
+
 install: $(EXECBOX)
 	install -D -m 0755 $(EXECBOX) $(DESTDIR)$(PREFIX)/bin/execbox
 

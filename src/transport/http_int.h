@@ -1,0 +1,120 @@
+/* Internals shared by the HTTP front's files: http.c (libmicrohttpd glue,
+ * connections, the request life cycle), listen.c (sockets), route.c (the
+ * router and what it checks), reply.c (immediate and fd replies), sse.c
+ * (streamed replies) and inject.c (requests without a connection).
+ * Not for users of the front: they use transport/http.h. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/buf.h"
+#include "base/loop.h"
+#include "transport/http.h"
+#include "transport/mhd.h"
+
+#define MAX_PARAMS 4
+#define MAX_REPLY_HEADERS 8
+
+struct xb_http {
+        struct xb_loop *loop;
+        struct MHD_Daemon *mhd;
+        struct xb_io mhd_io;
+        struct xb_timer mhd_timer;
+        struct xb_req *suspended;     /* connections MHD holds suspended (it must not stop with any) */
+        bool need_run;
+        const struct xb_route *routes;
+        size_t nroutes;
+        struct xb_http_opts o;
+        int listen_fd;
+        char url[300];
+        char unix_path[108];
+        bool loopback;                /* the bound address is loopback (or a unix socket) */
+};
+
+struct xb_req {
+        struct xb_http *http;
+        struct xb_defer free_defer, continue_defer;
+        struct MHD_Connection *conn;
+        const struct xb_route *route;
+        char *path;
+        char method[16];
+        char *params[MAX_PARAMS];
+        char *scratch;                /* the matched {} segments live here */
+        struct xb_buf body;
+        enum xb_req_phase phase;
+        int tenant;
+        bool suspended, replied, dispatched, complete;
+        bool too_large;               /* the body passed body_max: 413 at the end */
+        struct xb_req *susp_next, **susp_pprev;   /* in http->suspended while MHD holds it suspended */
+        void *data;
+        /* deferred replies */
+        xb_gone_cb on_gone;
+        void *owner;
+        struct xb_io watch;           /* the client's socket while suspended */
+        /* XB_ROUTE_SINK */
+        int sink_fd;
+        bool begin_replay;            /* MHD repeats the first call after a resume */
+        uint64_t sink_bytes;
+        int sink_err;
+        /* reply headers */
+        char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
+        int nhdr;
+        struct xb_stream *stream;
+        /* injected requests (no connection): inject.c */
+        bool virt;
+        const struct xb_vreply_ops *vops;
+        void *vctx;
+        char **vquery, **vheaders;     /* owned copies, name/value pairs */
+};
+
+struct xb_stream {
+        struct xb_req *req;
+        struct xb_buf pending;
+        size_t off;                   /* sent part of pending */
+        bool ended, waiting, failed;
+};
+
+/* http.c */
+/* MHD has work: run it before the loop sleeps. */
+void http_mark_run(struct xb_http *h);
+/* Suspend and resume a real connection, keeping the list xb_http_stop needs. */
+void http_conn_suspend(struct xb_req *r);
+void http_conn_resume(struct xb_req *r);
+/* Watch the client's socket for hang-up (on_gone), once. */
+void http_watch_start(struct xb_req *r);
+void http_watch_stop(struct xb_req *r);
+/* Free a request and what it owns; a stream still sending is detached. */
+void http_req_free(struct xb_req *r);
+
+/* listen.c */
+/* Bind and listen on spec ("HOST:PORT" or "unix:PATH"); fills h's url,
+ * unix_path and loopback. The fd, or -errno with err filled. */
+int http_listen_on(struct xb_http *h, const char *spec, struct xb_err *err);
+
+/* route.c */
+/* Set r->route and r->params to the first route for method and r's path. */
+void http_route_find(struct xb_req *r, const char *method);
+/* Route a connection's request once its headers are in, and check it: the
+ * path, the method, Origin and Host, the token, the declared length.
+ * false when it has been answered with an error. */
+bool http_route_admit(struct xb_req *r, const char *method);
+/* MHD's MHD_OPTION_UNESCAPE_CALLBACK. */
+size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* reply.c */
+/* Send resp (consumed) as r's one reply, with r's extra headers. */
+void http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp);
+
+/* inject.c: the injected request's side of each operation. */
+const char *http_virt_query(const struct xb_req *r, const char *name);
+const char *http_virt_header(const struct xb_req *r, const char *name);
+void http_virt_resume(struct xb_req *r);
+void http_virt_reply(struct xb_req *r, unsigned status, const char *ctype, const void *p, size_t n);
+void http_virt_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64_t off, uint64_t len);
+struct xb_stream *http_virt_stream(struct xb_req *r, xb_gone_cb on_gone, void *owner);
+void http_virt_event(struct xb_stream *s, const char *name, json_t *data);
+void http_virt_stream_end(struct xb_stream *s);
+/* What only an injected request owns (its stream, query and headers). */
+void http_virt_release(struct xb_req *r);

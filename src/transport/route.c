@@ -1,0 +1,257 @@
+/* The router: a request's method and path matched to a route, its {}
+ * segments and query arguments, the percent-decoding libmicrohttpd uses,
+ * and the checks a connection's request passes before its handler runs
+ * (path, method, Origin and Host, bearer token, declared length). It
+ * sends only error replies; the request's life cycle is in http.c. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/http_int.h"
+
+/* Match "/a/{}/b" against a path; fills params (pointers into a copy). */
+static bool
+match(const char *pattern, const char *path, char *params[MAX_PARAMS], char *scratch, size_t cap)
+{
+        const char *p = pattern, *q = path;
+        unsigned n = 0;
+        size_t used = 0;
+
+        while (*p && *q) {
+                if (p[0] == '{' && p[1] == '}') {
+                        const char *end = strchrnul(q, '/');
+                        size_t len = (size_t)(end - q);
+
+                        if (len == 0 || n == MAX_PARAMS || used + len + 1 > cap)
+                                return false;
+                        memcpy(scratch + used, q, len);
+                        scratch[used + len] = '\0';
+                        params[n++] = scratch + used;
+                        used += len + 1;
+                        p += 2;
+                        q = end;
+                        continue;
+                }
+                if (*p != *q)
+                        return false;
+                p++;
+                q++;
+        }
+        return *p == '\0' && *q == '\0';
+}
+
+static bool
+token_ok(const struct xb_http *h, const char *auth, int *tenant)
+{
+        const char *tok;
+        size_t tlen;
+
+        *tenant = -1;
+        if (!h->o.ntokens) {
+                *tenant = 0;
+                return true;
+        }
+        if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+                return false;
+        tok = auth + 7;
+        tlen = strlen(tok);
+        for (size_t i = 0; i < h->o.ntokens; i++) {
+                const char *want = h->o.tokens[i];
+                size_t wlen = strlen(want);
+                unsigned char diff = (unsigned char)(tlen != wlen);
+
+                /* Constant time in the token's content. */
+                for (size_t k = 0; k < wlen; k++)
+                        diff |= (unsigned char)(want[k] ^ (k < tlen ? tok[k] : 0));
+                if (!diff) {
+                        *tenant = (int)i;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* MCP's DNS-rebinding rule: a browser page on another origin must not
+ * reach a local server. Origin, when sent, and Host must be local. */
+static bool
+local_origin(struct xb_req *r)
+{
+        const char *origin = xb_req_header(r, "Origin"), *host = xb_req_header(r, "Host");
+        static const char *const ok[] = { "localhost", "127.0.0.1", "[::1]" };
+        bool host_ok = !host, origin_ok = !origin;
+
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                size_t n = strlen(ok[i]);
+
+                if (host && strncmp(host, ok[i], n) == 0 && (host[n] == '\0' || host[n] == ':'))
+                        host_ok = true;
+                if (origin) {
+                        const char *o = strstr(origin, "://");
+
+                        o = o ? o + 3 : origin;
+                        if (strncmp(o, ok[i], n) == 0 && (o[n] == '\0' || o[n] == ':' || o[n] == '/'))
+                                origin_ok = true;
+                }
+        }
+        /* A unix socket or a non-loopback listener has no DNS-rebinding exposure
+         * of this kind, but the Host check still applies on loopback. */
+        if (!r->http->loopback)
+                return origin_ok || !origin;
+        return host_ok && origin_ok;
+}
+
+void
+http_route_find(struct xb_req *r, const char *method)
+{
+        const struct xb_http *h = r->http;
+        size_t cap = strlen(r->path) + MAX_PARAMS + 1;
+
+        for (size_t i = 0; i < h->nroutes && !r->route; i++) {
+                const struct xb_route *rt = &h->routes[i];
+
+                if (strcmp(rt->method, "*") && strcmp(rt->method, method))
+                        continue;
+                memset(r->params, 0, sizeof(r->params));
+                if (match(rt->pattern, r->path, r->params, r->scratch, cap))
+                        r->route = rt;
+        }
+}
+
+bool
+http_route_admit(struct xb_req *r, const char *method)
+{
+        struct xb_http *h = r->http;
+        const char *url = r->path, *auth, *clen;
+        size_t cap = strlen(url) + MAX_PARAMS + 1;
+
+        http_route_find(r, method);
+        if (strstr(url, "\xc0\x80")) {
+                xb_reply_error(r, 400, "invalid_path", "remove the NUL byte (%00) from the URL",
+                               "the URL path contains a NUL byte");
+                return false;
+        }
+        if (!r->route) {
+                bool path_known = false;
+                char allow[64] = "";
+
+                for (size_t i = 0; i < h->nroutes; i++) {
+                        char *params[MAX_PARAMS];
+
+                        if (match(h->routes[i].pattern, url, params, r->scratch, cap)) {
+                                path_known = true;
+                                if (!strstr(allow, h->routes[i].method) && strlen(allow) + 10 < sizeof(allow))
+                                        snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
+                                                 allow[0] ? ", " : "", h->routes[i].method);
+                        }
+                }
+                if (path_known)
+                        xb_req_add_reply_header(r, "Allow", allow);
+                if (path_known)
+                        xb_reply_error(r, 405, "method_not_allowed", "see GET /openapi.json for the methods of each path",
+                                       "%s is not allowed on %s", method, url);
+                else
+                        xb_reply_error(r, 404, "not_found", "see GET /openapi.json for every path, or GET /v1/guide",
+                                       "no such endpoint: %s %s", method, url);
+                return false;
+        }
+        if ((r->route->flags & XB_ROUTE_MCP) && !local_origin(r)) {
+                xb_reply_error(r, 403, "forbidden_origin", "connect from localhost, without a foreign Origin",
+                               "requests from this Origin or Host are refused (DNS rebinding protection)");
+                return false;
+        }
+        auth = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Authorization");
+        if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
+                xb_req_add_reply_header(r, "WWW-Authenticate", "Bearer");
+                xb_reply_error(r, 401, "unauthorized",
+                               "send the header `Authorization: Bearer <token>`; the token was printed when the server started",
+                               auth ? "the bearer token is not valid" : "this endpoint needs a bearer token");
+                return false;
+        }
+        if (r->route->flags & XB_ROUTE_PUBLIC)
+                token_ok(h, auth, &r->tenant);
+        clen = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Content-Length");
+        if (clen) {
+                unsigned long long n = strtoull(clen, NULL, 10);
+                size_t max = (r->route->flags & XB_ROUTE_SINK) ? h->o.upload_max : h->o.body_max;
+
+                if (n > max) {
+                        xb_reply_error(r, 413, "body_too_large",
+                                       (r->route->flags & XB_ROUTE_SINK) ? "upload smaller files, or raise --upload-max"
+                                                                         : "send less; put large data in a file with PUT /v1/sandboxes/{id}/files",
+                                       "the request body is %llu bytes; the limit is %zu", n, max);
+                        return false;
+                }
+        }
+        return true;
+}
+
+const char *
+xb_req_param(const struct xb_req *r, unsigned n)
+{
+        return n < MAX_PARAMS ? r->params[n] : NULL;
+}
+
+const char *
+xb_req_query(const struct xb_req *r, const char *name, int *err)
+{
+        const char *v = NULL;
+        size_t len = 0;
+
+        if (err)
+                *err = 0;
+        if (r->virt)
+                return http_virt_query(r, name);
+        if (MHD(lookup_connection_value_n)(r->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &len) != MHD_YES)
+                return NULL;
+        if (!v)
+                return "";
+        if (memchr(v, '\0', len) || memmem(v, len, "\xc0\x80", 2)) {
+                if (err)
+                        *err = -EINVAL;
+                return NULL;
+        }
+        return v;
+}
+
+static int
+hexval(char ch)
+{
+        return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+               : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* Percent-decoding for paths and query values, as MHD's own except that a
+ * decoded NUL becomes C0 80, the overlong form of NUL (never valid UTF-8,
+ * and two bytes where "%00" was three): MHD hands the path to the access
+ * handler as a C string, where a real NUL would silently cut it short. The
+ * path and query checks refuse that pair, which a client can also only
+ * send to smuggle a NUL. */
+size_t
+http_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+        char *out = s;
+
+        (void)cls;
+        (void)conn;
+        for (const char *in = s; *in; in++) {
+                int hi, lo;
+
+                if (in[0] == '%' && (hi = hexval(in[1])) >= 0 && (lo = hexval(in[2])) >= 0) {
+                        int v = hi * 16 + lo;
+
+                        if (v) {
+                                *out++ = (char)v;
+                        } else {
+                                *out++ = (char)0xc0;
+                                *out++ = (char)0x80;
+                        }
+                        in += 2;
+                } else
+                        *out++ = *in;
+        }
+        *out = '\0';
+        return (size_t)(out - s);
+}
