@@ -1,19 +1,16 @@
-/* The file API's operations: read, write, stat, list, mkdir, move and
- * delete inside a sandbox, each one round trip to the sandbox's init
- * (api_files.c parses the requests).
+/* File operations: read, write, stat, list, mkdir, move and delete inside
+ * a sandbox, each one round trip to the sandbox's init (files.h says who
+ * calls them; files_data.c does what an opened file's fd is for).
  *
  * Theory of operation. The daemon never opens a sandbox path. An
- * operation (struct xb_fileop) sends XB_REQ_FILE with a fresh tag, its
- * request is suspended, and it waits on its sandbox until init's
- * XB_EV_FILE with that tag comes back (a listing may come in parts).
- * Reads get one fd from init: the daemon checks it (a regular file, on a
- * real filesystem, opened for reading) and the HTTP front sends it, with
- * Range. Writes are a sink route: at the headers init opens the file, the
- * body then streams into the fd it returned, and the end answers; a failed
- * upload is cut back to the length the file had when opened. A client
- * that leaves marks its operation abandoned: the reply, when it comes,
- * only closes fds. When the sandbox dies every pending operation is
- * answered 410. A reply that breaks the protocol kills the sandbox. */
+ * operation (struct xb_fileop) sends XB_REQ_FILE with a fresh tag and
+ * waits on its sandbox until init's XB_EV_FILE with that tag comes back (a
+ * listing may come in parts); then it ends its call. Reads and writes get
+ * one fd from init, which the daemon checks (a regular file, on a real
+ * filesystem, opened for what is asked) before using it. A cancelled call
+ * leaves its operation abandoned: the reply, when it comes, only closes
+ * fds. When the sandbox dies every pending operation fails
+ * XB_E_SANDBOX_GONE. A reply that breaks the protocol kills the sandbox. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -30,70 +27,44 @@
 #include "core/files.h"
 #include "proto/pseudofs.h"
 
-#define CTYPE_BYTES "application/octet-stream"
+#include "core/files_int.h"
+
 #define PENDING_MAX 64          /* file operations waiting on one sandbox's init */
-#define HINT_TOOL "use POST /v1/sandboxes/{id}/exec {\"cmd\": \"...\"} for anything the file API cannot do"
 
 struct list_entry {
         char *rel;                    /* relative to the listed directory */
         struct xb_file_entry e;
 };
 
-struct upload {
-        struct xb_sbx *sbx;           /* referenced */
-        char *path;
-        int fd;                       /* from init, once it answered */
-        uint64_t base_size;           /* restored when the upload fails */
-};
-
-struct range {
-        enum { R_NONE, R_FROM_TO, R_FROM, R_SUFFIX } kind;
-        uint64_t a, b;
-};
-
 struct xb_fileop {
         struct xb_fileop *next;
         struct xb_sbx *sbx;           /* referenced */
-        struct xb_req *req;           /* NULL once abandoned */
+        struct xb_call *call;         /* NULL once answered or cancelled */
         uint32_t tag;
         enum xb_fop op;
         char *path, *path2;           /* as shown to the client: absolute */
-        struct range range;           /* READ */
-        struct upload *up;            /* WRITE, until the fd is handed over */
+        const struct xb_fileop_fd_ops *fd_ops;   /* READ, WRITE */
+        void *fd_ctx;
         struct list_entry *entries;   /* LIST: what was kept */
         size_t nentries, cap;
         size_t total, entry_bytes;    /* LIST: what init sent, for its bounds */
 };
 
-static void parse_range(const char *h, struct range *rg);
-
 /* ---- operations ---- */
 
-static void
-upload_free(struct upload *up, bool failed)
-{
-        if (!up)
-                return;
-        if (up->fd >= 0) {
-                if (failed && ftruncate(up->fd, (off_t)up->base_size) < 0)
-                        xb_debug("upload %s: truncate back: %s", up->path, strerror(errno));
-                close(up->fd);
-        }
-        xb_sbx_unref(up->sbx);
-        free(up->path);
-        free(up);
-}
-
+/* Frees what op holds; it may never have been started (no sandbox yet). */
 static void
 op_free(struct xb_fileop *op)
 {
-        upload_free(op->up, true);
         for (size_t i = 0; i < op->nentries; i++)
                 free(op->entries[i].rel);
         free(op->entries);
         free(op->path);
         free(op->path2);
-        xb_sbx_unref(op->sbx);
+        if (op->fd_ops)
+                op->fd_ops->free(op->fd_ctx);
+        if (op->sbx)
+                xb_sbx_unref(op->sbx);
         free(op);
 }
 
@@ -107,82 +78,114 @@ op_unlink(struct xb_fileop *op)
                 }
 }
 
-/* The client left: its operation is abandoned; init's reply only closes fds. */
+/* The call is ending: nobody may end it twice, even when its sink starts
+ * or kills something on this sandbox. */
+static struct xb_call *
+take_call(struct xb_fileop *op)
+{
+        struct xb_call *c = op->call;
+
+        op->call = NULL;
+        return c;
+}
+
+/* The client left: the operation is abandoned; init's reply only closes fds. */
 static void
-op_gone(struct xb_req *r, void *owner)
+op_cancel(void *owner)
 {
         struct xb_fileop *op = owner;
 
-        (void)r;
-        op->req = NULL;
-        upload_free(op->up, false);
-        op->up = NULL;
+        op->call = NULL;
 }
 
-bool
-xb_fileop_sandbox_ok(struct xb_req *r, struct xb_sbx *x)
+static int
+gone(const struct xb_sbx *x, struct xb_err *err)
 {
-        if (x->state < XB_SBX_DYING && x->sb)
-                return true;
-        xb_reply_error(r, 410, "sandbox_gone", "create a new sandbox", "%s",
-                       x->error[0] ? x->error : "the sandbox is gone");
-        return false;
+        return xb_err_code(err, XB_E_SANDBOX_GONE, ESRCH, NULL, "%s", x->error[0] ? x->error : "the sandbox is gone");
 }
 
-static struct xb_fileop *
-op_start(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path, char *path2)
+int
+xb_fileop_sandbox_ok(const struct xb_sbx *x, struct xb_err *err)
 {
-        struct xb_fileop *op = NULL;
+        return x->state < XB_SBX_DYING && x->sb ? 0 : gone(x, err);
+}
+
+/* Send q to init for op; on failure end the call and free op. */
+static void
+op_start(struct xb_sbx *x, struct xb_file_req *q, struct xb_fileop *op)
+{
         struct xb_err err = { 0 };
         unsigned pending = 0;
+        uint32_t tag;
 
         for (struct xb_fileop *o = x->fileops; o; o = o->next)
                 pending++;
+        if (xb_fileop_sandbox_ok(x, &err) < 0)
+                goto fail;
         if (pending >= PENDING_MAX) {
-                free(path);
-                free(path2);
-                xb_reply_error(r, 429, "too_many_file_requests", "wait for earlier file requests to this sandbox to finish",
-                               "the sandbox has %u file requests in flight, its limit", pending);
-                return NULL;
+                xb_err_code(&err, XB_E_TOO_MANY_FILE_REQUESTS, EAGAIN, NULL,
+                            "the sandbox has %u file requests in flight, its limit", pending);
+                goto fail;
         }
-        op = calloc(1, sizeof(*op));
-        if (!op) {
-                free(path);
-                free(path2);
-                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
-                return NULL;
-        }
-        *op = (struct xb_fileop){ .sbx = x, .req = r, .tag = xb_sbx_tag(x), .op = q->op, .path = path, .path2 = path2 };
+        tag = xb_sbx_tag(x);
         q->uid = q->gid = XB_USER_UID;
-        if (xb_filec_send(x->sb->sock, op->tag, q, &err) < 0) {
-                free(path);
-                free(path2);
-                free(op);
+        if (xb_filec_send(x->sb->sock, tag, q, &err) < 0) {
                 if (err.code == EAGAIN)
-                        xb_reply_error(r, 503, "sandbox_busy", "retry in a moment",
-                                       "the sandbox's init is behind on requests");
+                        xb_err_code(&err, XB_E_SANDBOX_BUSY, EAGAIN, NULL, "the sandbox's init is behind on requests");
                 else
-                        xb_reply_error(r, err.code == E2BIG ? 400 : 500, "file_request_failed",
-                                       "shorten the path, or retry", "%s", err.msg);
-                return NULL;
+                        err.ecode = err.code == E2BIG ? XB_E_FILE_REQUEST_FAILED : XB_E_FILE_REQUEST_INTERNAL;
+                goto fail;
         }
+        op->sbx = x;
+        op->tag = tag;
+        op->op = q->op;
         xb_sbx_ref(x);
         op->next = x->fileops;
         x->fileops = op;
         xb_sbx_touch(x, 0);
-        xb_req_suspend(r, op_gone, op);
+        xb_call_on_cancel(op->call, op_cancel, op);
+        return;
+fail:
+        xb_call_fail(take_call(op), &err);
+        op_free(op);
+}
+
+/* A new operation for call, or NULL after failing it (and freeing what it
+ * was to take). */
+static struct xb_fileop *
+op_new(struct xb_call *call, char *path, char *path2, const struct xb_fileop_fd_ops *fd_ops, void *fd_ctx)
+{
+        struct xb_fileop *op = calloc(1, sizeof(*op));
+
+        if (!op) {
+                free(path);
+                free(path2);
+                if (fd_ops)
+                        fd_ops->free(fd_ctx);
+                xb_call_failf(call, XB_E_NOMEM, NULL, "out of memory");
+                return NULL;
+        }
+        *op = (struct xb_fileop){ .call = call, .path = path, .path2 = path2, .fd_ops = fd_ops, .fd_ctx = fd_ctx };
         return op;
 }
 
-bool
-xb_fileop_start(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path, char *path2,
-                const char *range)
+void
+xb_fileop_run(struct xb_sbx *x, struct xb_file_req *q, char *path, char *path2, struct xb_call *call)
 {
-        struct xb_fileop *op = op_start(r, x, q, path, path2);
+        struct xb_fileop *op = op_new(call, path, path2, NULL, NULL);
 
-        if (op && range)
-                parse_range(range, &op->range);
-        return op != NULL;
+        if (op)
+                op_start(x, q, op);
+}
+
+void
+xb_fileop_start_fd(struct xb_sbx *x, struct xb_file_req *q, char *path, const struct xb_fileop_fd_ops *ops,
+                   void *ctx, struct xb_call *call)
+{
+        struct xb_fileop *op = op_new(call, path, NULL, ops, ctx);
+
+        if (op)
+                op_start(x, q, op);
 }
 
 /* ---- replies ---- */
@@ -215,88 +218,59 @@ verb(enum xb_fop op)
         return (unsigned)op < ARRAY_SIZE(v) ? v[op] : "access";
 }
 
+/* What init's errno means for the client; the adapters add hints. */
 static const struct errmap {
         int errnum;
-        unsigned status;
-        const char *code, *hint;
+        enum xb_ecode ecode;
 } errmap[] = {
-        { ENOENT, 404, "file_not_found", "check the path; list a directory with GET /v1/sandboxes/{id}/files/list?path=DIR" },
-        { ENOTDIR, 400, "not_a_directory", "a component of the path is a file, not a directory" },
-        { EISDIR, 400, "is_a_directory", "a directory has no content: list it with GET /v1/sandboxes/{id}/files/list?path=DIR" },
-        { EACCES, 403, "permission_denied", "file operations run as the sandbox user (uid 1000): only /home/user, /tmp and "
-          "writable mounts can be written, and other users' private files cannot be read" },
-        { EPERM, 403, "permission_denied", "file operations run as the sandbox user (uid 1000): only /home/user, /tmp and "
-          "writable mounts can be written, and files owned by others cannot be changed" },
-        { EROFS, 403, "read_only", "only /home/user, /tmp and writable mounts can be written" },
-        { ENOSPC, 507, "disk_full", "the sandbox's disk limit is reached: delete files, or create the sandbox with a larger "
-          "{\"limits\": {\"disk\": BYTES}}" },
-        { EDQUOT, 507, "disk_full", "the sandbox's disk limit is reached: delete files, or create the sandbox with a larger "
-          "{\"limits\": {\"disk\": BYTES}}" },
-        { EEXIST, 409, "already_exists", "choose another name, delete the existing one first, or for a move pass "
-          "\"overwrite\": true" },
-        { ENOTEMPTY, 409, "directory_not_empty", "delete it with recursive=true to remove everything inside too" },
-        { EBUSY, 409, "protected_path", "/, /home/user and mount points cannot be deleted or moved; act on what is inside them" },
-        { ELOOP, 400, "symlink_refused", "the path crosses a /proc magic link or a symlink loop, or ends in a dangling "
-          "symlink; use the real path" },
-        { ENAMETOOLONG, 400, "path_too_long", "names are at most 255 bytes and paths 4096" },
-        { EXDEV, 400, "cross_device", "the source and destination are on different filesystems (such as /tmp and "
-          "/home/user); " HINT_TOOL ", e.g. mv" },
-        { E2BIG, 413, "tree_too_large", "the tree is over 100000 entries or 128 levels deep, and only part of it was "
-          "deleted; repeat the request, or " HINT_TOOL },
-        { ETXTBSY, 409, "text_file_busy", "a running program is this file; write a new file and move it over the old one" },
-        { EAGAIN, 503, "file_busy", "the path kept changing during the operation, or a process holds a lease on the file; "
-          "retry" },
-        { EOPNOTSUPP, 400, "unsupported_file", "files in /proc and similar filesystems are not served; " HINT_TOOL },
-        { EFBIG, 413, "file_too_large", "the file would exceed a size limit" },
-        { EMFILE, 503, "sandbox_busy", "retry in a moment" },
-        { ENFILE, 503, "sandbox_busy", "retry in a moment" },
-        { ENOMEM, 503, "sandbox_busy", "retry in a moment" },
-        { EINVAL, 400, "invalid_path", "the last component cannot be . or .., and a directory cannot move into itself" },
+        { ENOENT, XB_E_FILE_NOT_FOUND },
+        { ENOTDIR, XB_E_NOT_A_DIRECTORY },
+        { EISDIR, XB_E_IS_A_DIRECTORY },
+        { EACCES, XB_E_PERMISSION_DENIED },
+        { EPERM, XB_E_PERMISSION_DENIED_CHANGE },
+        { EROFS, XB_E_READ_ONLY },
+        { ENOSPC, XB_E_DISK_FULL },
+        { EDQUOT, XB_E_DISK_FULL },
+        { EEXIST, XB_E_ALREADY_EXISTS },
+        { ENOTEMPTY, XB_E_DIRECTORY_NOT_EMPTY },
+        { EBUSY, XB_E_PROTECTED_PATH },
+        { ELOOP, XB_E_SYMLINK_REFUSED },
+        { ENAMETOOLONG, XB_E_PATH_TOO_LONG },
+        { EXDEV, XB_E_CROSS_DEVICE },
+        { E2BIG, XB_E_TREE_TOO_LARGE },
+        { ETXTBSY, XB_E_TEXT_FILE_BUSY },
+        { EAGAIN, XB_E_FILE_BUSY },
+        { EOPNOTSUPP, XB_E_UNSUPPORTED_FILE },
+        { EFBIG, XB_E_FILE_TOO_LARGE },
+        { EMFILE, XB_E_SANDBOX_BUSY },
+        { ENFILE, XB_E_SANDBOX_BUSY },
+        { ENOMEM, XB_E_SANDBOX_BUSY },
+        { EINVAL, XB_E_BAD_FILE_NAME },
 };
 
-/* A path for a message: valid UTF-8 (messages are JSON strings) and short
- * enough that the message is never cut inside a character. */
-#define SHOWN_MAX 128
-
-static const char *
-shown(const char *path, char *buf, size_t cap)
+const char *
+xb_fileop_shown(const char *path, char *buf, size_t cap)
 {
-        size_t n = strnlen(path, SHOWN_MAX), len;
+        size_t n = strnlen(path, XB_SHOWN_MAX), len;
         _cleanup_free_ char *clean = xb_utf8_sanitize(path, n, &len);
 
         snprintf(buf, cap, "%s%s", clean ? clean : "?", path[n] ? "..." : "");
         return buf;
 }
 
-static void
-reply_file_error(struct xb_req *r, enum xb_fop op, const char *raw, int e, enum xb_ftype found)
-{
-        char buf[SHOWN_MAX * 3 + 8];
-        const char *path = shown(raw, buf, sizeof(buf));
-
-        if (e == EINVAL && found) {
-                xb_reply_error(r, 400, "not_a_regular_file", "only regular files can be read or written; FIFOs, sockets "
-                               "and devices are refused", "cannot %s `%s`: it is a %s, not a regular file",
-                               verb(op), path, kind_text(found));
-                return;
-        }
-        for (size_t i = 0; i < ARRAY_SIZE(errmap); i++)
-                if (errmap[i].errnum == e) {
-                        xb_reply_error(r, errmap[i].status, errmap[i].code, errmap[i].hint, "cannot %s `%s`: %s",
-                                       verb(op), path, strerror(e));
-                        return;
-                }
-        xb_reply_error(r, 500, "file_error", "retry; if it persists, " HINT_TOOL, "cannot %s `%s`: %s", verb(op),
-                       path, strerror(e));
-}
-
-static json_t *
-str_json(const char *s, size_t n)
+json_t *
+xb_fileop_str_json(const char *s, size_t n)
 {
         size_t len;
         _cleanup_free_ char *clean = xb_utf8_sanitize(s, n, &len);
 
         return clean ? json_stringn(clean, len) : json_string("");
+}
+
+static json_t *
+str_json(const char *s)
+{
+        return xb_fileop_str_json(s, strlen(s));
 }
 
 static json_t *
@@ -319,8 +293,8 @@ entry_json(const char *path, size_t len, const struct xb_file_entry *e)
         snprintf(when + strlen(when), 8, ".%03dZ", (int)(rem / 1000000));
         snprintf(mode, sizeof(mode), "%04o", e->mode & 07777);
         o = json_object();
-        json_object_set_new(o, "name", str_json(name, len - (size_t)(name - path)));
-        json_object_set_new(o, "path", str_json(path, len));
+        json_object_set_new(o, "name", xb_fileop_str_json(name, len - (size_t)(name - path)));
+        json_object_set_new(o, "path", xb_fileop_str_json(path, len));
         json_object_set_new(o, "type", json_string(type_name(e->type)));
         json_object_set_new(o, "size", json_integer((json_int_t)e->size));
         json_object_set_new(o, "mode", json_string(mode));
@@ -329,56 +303,24 @@ entry_json(const char *path, size_t len, const struct xb_file_entry *e)
         return o;
 }
 
-/* Range: bytes=a-b, a- and -n; anything else (several ranges, other
- * units, bad syntax) is ignored and the whole file is sent (RFC 9110 14.2). */
-static bool
-digits(const char **p, uint64_t *v)
-{
-        uint64_t n = 0;
-        const char *s = *p;
-
-        if (*s < '0' || *s > '9')
-                return false;
-        for (; *s >= '0' && *s <= '9'; s++) {
-                if (n > (UINT64_MAX - 9) / 10)
-                        return false;
-                n = n * 10 + (uint64_t)(*s - '0');
-        }
-        *p = s;
-        *v = n;
-        return true;
-}
-
 static void
-parse_range(const char *h, struct range *rg)
+fail_file(struct xb_call *c, enum xb_fop op, const char *raw, int e, enum xb_ftype found)
 {
-        struct range r = { R_NONE, 0, 0 };
+        char buf[XB_SHOWN_CAP];
+        const char *path = xb_fileop_shown(raw, buf, sizeof(buf));
+        enum xb_ecode code = XB_E_FILE_ERROR;
+        struct xb_err err = { 0 };
 
-        rg->kind = R_NONE;
-        if (!h || strncmp(h, "bytes=", 6) != 0)
-                return;
-        h += 6;
-        while (*h == ' ')
-                h++;
-        if (*h == '-') {
-                h++;
-                if (!digits(&h, &r.b))
-                        return;
-                r.kind = R_SUFFIX;
+        if (e == EINVAL && found) {
+                xb_err_code(&err, XB_E_NOT_A_REGULAR_FILE, e, NULL, "cannot %s `%s`: it is a %s, not a regular file",
+                            verb(op), path, kind_text(found));
         } else {
-                if (!digits(&h, &r.a) || *h++ != '-')
-                        return;
-                r.kind = R_FROM;
-                if (*h >= '0' && *h <= '9') {
-                        if (!digits(&h, &r.b) || r.b < r.a)
-                                return;
-                        r.kind = R_FROM_TO;
-                }
+                for (size_t i = 0; i < ARRAY_SIZE(errmap); i++)
+                        if (errmap[i].errnum == e)
+                                code = errmap[i].ecode;
+                xb_err_code(&err, code, e, NULL, "cannot %s `%s`: %s", verb(op), path, strerror(e));
         }
-        while (*h == ' ')
-                h++;
-        if (*h == '\0')
-                *rg = r;
+        xb_call_fail(c, &err);
 }
 
 /* An fd from init is untrusted: a regular file on a real filesystem,
@@ -392,62 +334,6 @@ fd_ok(int fd, bool for_write, struct stat *st)
                (for_write ? acc == O_WRONLY || acc == O_RDWR : acc == O_RDONLY || acc == O_RDWR) && !xb_pseudo_fs(fd);
 }
 
-static void
-finish_read(struct xb_fileop *op, int fd, const struct stat *st)
-{
-        uint64_t size = (uint64_t)st->st_size, off = 0, len = size;
-        const struct range *rg = &op->range;
-        char cr[96], buf[SHOWN_MAX * 3 + 8];
-
-        if (rg->kind == R_NONE) {
-                xb_reply_fd(op->req, 200, CTYPE_BYTES, fd, 0, size, NULL);
-                return;
-        }
-        if ((rg->kind == R_SUFFIX && (rg->b == 0 || size == 0)) || (rg->kind != R_SUFFIX && rg->a >= size)) {
-                close(fd);
-                snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
-                xb_req_add_reply_header(op->req, "Content-Range", cr);
-                xb_reply_error(op->req, 416, "range_not_satisfiable", "ask for bytes inside the file, or leave out the "
-                               "Range header", "`%s` is %llu bytes; the range asked for is outside it", shown(op->path, buf, sizeof(buf)),
-                               (unsigned long long)size);
-                return;
-        }
-        if (rg->kind == R_SUFFIX) {
-                len = XB_MIN(rg->b, size);
-                off = size - len;
-        } else {
-                off = rg->a;
-                len = (rg->kind == R_FROM_TO ? XB_MIN(rg->b, size - 1) : size - 1) - off + 1;
-        }
-        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off, (unsigned long long)(off + len - 1),
-                 (unsigned long long)size);
-        xb_reply_fd(op->req, 206, CTYPE_BYTES, fd, off, len, cr);
-}
-
-/* The open file is ready: stream the body into it (see put_file). */
-static void
-upload_gone(struct xb_req *r, void *owner)
-{
-        (void)r;
-        upload_free(owner, true);
-}
-
-static void
-finish_write(struct xb_fileop *op, int fd, const struct stat *st)
-{
-        struct upload *up = op->up;
-        struct xb_req *r = op->req;
-
-        op->up = NULL;
-        up->fd = fd;
-        /* O_APPEND keeps what was there; otherwise init truncated it. */
-        up->base_size = (uint64_t)st->st_size;
-        /* Still suspended: this only hands on_gone to the upload for the body's time. */
-        xb_req_suspend(r, upload_gone, up);
-        xb_req_set_sink(r, fd);
-        xb_req_resume(r);
-}
-
 static int
 entry_cmp(const void *a, const void *b)
 {
@@ -455,14 +341,15 @@ entry_cmp(const void *a, const void *b)
 }
 
 static void
-finish_list(struct xb_fileop *op, const struct xb_file_reply *rep)
+finish_list(struct xb_fileop *op, struct xb_call *c, const struct xb_file_reply *rep)
 {
         size_t base_len = strlen(op->path);
         json_t *arr = json_array(), *o;
 
         while (base_len > 1 && op->path[base_len - 1] == '/')
                 base_len--;
-        qsort(op->entries, op->nentries, sizeof(op->entries[0]), entry_cmp);
+        if (op->nentries)   /* qsort(NULL, 0, ...) is undefined */
+                qsort(op->entries, op->nentries, sizeof(op->entries[0]), entry_cmp);
         for (size_t i = 0; i < op->nentries; i++) {
                 _cleanup_free_ char *full = NULL;
                 int n = asprintf(&full, "%.*s/%s", base_len == 1 ? 0 : (int)base_len, op->path, op->entries[i].rel);
@@ -473,59 +360,58 @@ finish_list(struct xb_fileop *op, const struct xb_file_reply *rep)
                 }
                 json_array_append_new(arr, entry_json(full, (size_t)n, &op->entries[i].e));
         }
-        o = json_pack("{s:o,s:o,s:I,s:b}", "path", str_json(op->path, strlen(op->path)), "entries", arr, "count",
+        o = json_pack("{s:o,s:o,s:I,s:b}", "path", str_json(op->path), "entries", arr, "count",
                       (json_int_t)op->nentries, "truncated", rep->trunc);
         if (rep->trunc)
                 json_object_set_new(o, "hint", json_string("the listing stopped at 10000 entries (or 2 MiB of names); "
                                                           "list a subdirectory, or use a smaller depth"));
-        xb_reply_json(op->req, 200, o);
+        xb_call_done(c, o);
 }
 
 static void
-finish_stat(struct xb_fileop *op, const struct xb_file_reply *rep)
+finish_stat(struct xb_fileop *op, struct xb_call *c, const struct xb_file_reply *rep)
 {
         struct xb_file_entry e = { .type = rep->type, .mode = rep->mode, .size = rep->size, .mtime_ns = rep->mtime_ns };
         json_t *o = entry_json(op->path, strlen(op->path), &e);
 
         if (rep->target)
-                json_object_set_new(o, "target", str_json(rep->target, rep->target_len));
-        xb_reply_json(op->req, 200, o);
+                json_object_set_new(o, "target", xb_fileop_str_json(rep->target, rep->target_len));
+        xb_call_done(c, o);
 }
 
+/* Takes fd (a READ's or WRITE's, checked), ends c. */
 static void
-finish(struct xb_fileop *op, const struct xb_file_reply *rep, int fd, const struct stat *st)
+finish(struct xb_fileop *op, struct xb_call *c, const struct xb_file_reply *rep, int fd, const struct stat *st)
 {
-        struct xb_req *r = op->req;
-
         if (rep->errnum) {
-                reply_file_error(r, op->op, op->op == XB_FOP_MOVE && rep->errnum == EEXIST ? op->path2 : op->path,
-                                 rep->errnum, rep->type);
+                fail_file(c, op->op, op->op == XB_FOP_MOVE && rep->errnum == EEXIST ? op->path2 : op->path,
+                          rep->errnum, rep->type);
                 return;
         }
         switch (op->op) {
         case XB_FOP_READ:
-                finish_read(op, fd, st);
-                break;
         case XB_FOP_WRITE:
-                finish_write(op, fd, st);
+                if (op->fd_ops)
+                        op->fd_ops->opened(op->fd_ctx, op->sbx, &op->path, c, fd, st);
+                else {
+                        close(fd);
+                        xb_call_failf(c, XB_E_INTERNAL, NULL, "a file operation got an fd it had no use for");
+                }
                 break;
         case XB_FOP_STAT:
-                finish_stat(op, rep);
+                finish_stat(op, c, rep);
                 break;
         case XB_FOP_LIST:
-                finish_list(op, rep);
+                finish_list(op, c, rep);
                 break;
         case XB_FOP_MKDIR:
-                xb_reply_json(r, 200, json_pack("{s:o,s:b}", "path", str_json(op->path, strlen(op->path)), "created",
-                                                rep->count > 0));
+                xb_call_done(c, json_pack("{s:o,s:b}", "path", str_json(op->path), "created", rep->count > 0));
                 break;
         case XB_FOP_MOVE:
-                xb_reply_json(r, 200, json_pack("{s:o,s:o}", "from", str_json(op->path, strlen(op->path)), "to",
-                                                str_json(op->path2, strlen(op->path2))));
+                xb_call_done(c, json_pack("{s:o,s:o}", "from", str_json(op->path), "to", str_json(op->path2)));
                 break;
         case XB_FOP_DELETE:
-                xb_reply_json(r, 200, json_pack("{s:o,s:I}", "path", str_json(op->path, strlen(op->path)), "deleted",
-                                                (json_int_t)rep->count));
+                xb_call_done(c, json_pack("{s:o,s:I}", "path", str_json(op->path), "deleted", (json_int_t)rep->count));
                 break;
         }
 }
@@ -543,7 +429,7 @@ absorb_entries(struct xb_fileop *op, const struct xb_msgr *m, const struct xb_fi
                 return -EBADMSG;
         op->total += rep->nentries;
         op->entry_bytes += rep->entry_bytes;
-        if (!op->req)
+        if (!op->call)
                 return 0;
         if (op->nentries + rep->nentries > op->cap) {
                 size_t cap = XB_MAX(op->cap * 2, op->nentries + rep->nentries);
@@ -599,104 +485,32 @@ xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, s
                 xb_sbx_destroy(x, "the sandbox broke the init protocol and was killed");
                 return;
         }
-        if (r < 0 && op->req) {
-                /* Out of memory for the listing: answer now, drop the rest. */
-                xb_reply_error(op->req, 503, "out_of_memory", "retry", "out of memory");
-                op->req = NULL;
-        }
+        if (r < 0 && op->call)   /* out of memory for the listing: answer now, drop the rest */
+                xb_call_failf(take_call(op), XB_E_NOMEM, NULL, "out of memory");
         if (rep.more)
                 return;
         op_unlink(op);
-        if (!op->req) {
+        if (!op->call) {
                 for (size_t i = 0; i < nfds; i++)
                         close(fds[i]);
         } else
-                finish(op, &rep, nfds ? fds[0] : -1, &st);   /* takes the fd */
+                finish(op, take_call(op), &rep, nfds ? fds[0] : -1, &st);   /* takes the fd */
         op_free(op);
 }
 
 void
 xb_fileop_sandbox_died(struct xb_sbx *x)
 {
+        struct xb_err err = { 0 };
+
         while (x->fileops) {
                 struct xb_fileop *op = x->fileops;
 
                 x->fileops = op->next;
-                if (op->req)
-                        xb_reply_error(op->req, 410, "sandbox_gone", "create a new sandbox", "%s",
-                                       x->error[0] ? x->error : "the sandbox is gone");
+                if (op->call) {
+                        gone(x, &err);
+                        xb_call_fail(take_call(op), &err);
+                }
                 op_free(op);
         }
-}
-
-/* ---- uploads ---- */
-
-void
-xb_fileop_upload_begin(struct xb_req *r, struct xb_sbx *x, struct xb_file_req *q, char *path)
-{
-        struct xb_fileop *op;
-        struct upload *up = calloc(1, sizeof(*up));
-
-        if (!up || !(up->path = strdup(path))) {
-                free(up);
-                free(path);
-                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
-                return;
-        }
-        up->fd = -1;
-        up->sbx = x;
-        xb_sbx_ref(x);
-        xb_req_set_data(r, up);
-        op = op_start(r, x, q, path, NULL);
-        if (!op) {
-                xb_req_set_data(r, NULL);
-                upload_free(up, false);
-                return;
-        }
-        op->up = up;
-}
-
-void
-xb_fileop_upload_end(struct xb_req *r)
-{
-        struct upload *up = xb_req_data(r);
-        int e = xb_req_sink_error(r);
-        uint64_t written = xb_req_sink_bytes(r);
-        char buf[SHOWN_MAX * 3 + 8];
-        struct stat st;
-
-        xb_req_set_data(r, NULL);
-        if (!up || up->fd < 0) {
-                upload_free(up, true);
-                xb_reply_error(r, 500, "internal", "retry", "the upload lost its file");
-                return;
-        }
-        if (!xb_fileop_sandbox_ok(r, up->sbx)) {
-                upload_free(up, false);
-                return;
-        }
-        if (e || fstat(up->fd, &st) < 0) {
-                e = e ? e : errno;
-                if (e == ENOSPC || e == EDQUOT)
-                        xb_reply_error(r, 507, "disk_full", "the sandbox's disk limit is reached: delete files, or create "
-                                       "the sandbox with a larger {\"limits\": {\"disk\": BYTES}}",
-                                       "the disk filled up after %llu bytes of `%s`; the file was put back as it was "
-                                       "opened (empty, or its old length when appending)", (unsigned long long)written,
-                                       shown(up->path, buf, sizeof(buf)));
-                else if (e == EFBIG)
-                        xb_reply_error(r, 413, "upload_too_large", "upload smaller files, or raise the server's --upload-max",
-                                       "the upload to `%s` is over the server's upload limit",
-                                       shown(up->path, buf, sizeof(buf)));
-                else
-                        xb_reply_error(r, 500, "write_failed", "retry", "writing `%s` failed: %s",
-                                       shown(up->path, buf, sizeof(buf)), strerror(e));
-                upload_free(up, true);
-                return;
-        }
-        /* Closed before the reply, so the file can be executed at once (no ETXTBSY). */
-        close(up->fd);
-        up->fd = -1;
-        xb_reply_json(r, 200, json_pack("{s:o,s:I,s:I}", "path", str_json(up->path, strlen(up->path)), "size",
-                                        (json_int_t)st.st_size, "written", (json_int_t)written));
-        upload_free(up, false);
 }

@@ -1,7 +1,9 @@
-/* REST handlers of the file API: each validates its request completely
- * (paths: present, at most 4096 bytes, no NUL; relative ones are below
- * /home/user) and hands the operation to files.c, which asks the
- * sandbox's init and replies. */
+/* REST routes of the file API. stat, list, mkdir, move and delete run
+ * their operation (ops/op_files.c) with arguments from the query or the
+ * body. GET and PUT .../files are fast paths that never copy the file
+ * through JSON: GET sends the fd init opened, with Range; PUT streams the
+ * body into it (core/files.h). Their arguments go through the same checks
+ * as the operations'. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -11,107 +13,265 @@
 #include "base/cleanup.h"
 #include "core/files.h"
 #include "ops/jsonv.h"
+#include "ops/op_files.h"
+#include "rest/call.h"
+#include "rest/status.h"
 
-#define HOME "/home/user"
-#define HINT_PATH "pass ?path=/home/user/file.txt: an absolute path, or one relative to /home/user"
+#define CTYPE_BYTES "application/octet-stream"
 
-/* ---- request parsing ---- */
+/* ---- arguments ---- */
 
-/* The path a client named, made absolute; NULL after a 400. */
-static char *
-abs_path(struct xb_req *r, const char *field, const char *v)
+/* A JSON string of a request's bytes, which need not be UTF-8 (a path
+ * can be anything but NUL): it only carries them to the operation. */
+static json_t *
+raw_json(const char *s)
 {
-        char *p;
-
-        if (!v || !*v) {
-                xb_reply_error(r, 400, "missing_path", HINT_PATH, "`%s` is required", field);
-                return NULL;
-        }
-        if (strlen(v) > XB_FILE_PATH_MAX) {
-                xb_reply_error(r, 400, "path_too_long", "paths are at most 4096 bytes", "`%s` is %zu bytes long", field,
-                               strlen(v));
-                return NULL;
-        }
-        if (asprintf(&p, "%s%s", v[0] == '/' ? "" : HOME "/", v) < 0) {
-                xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
-                return NULL;
-        }
-        /* "dir/" is "dir": shown and sent without trailing slashes. */
-        for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--)
-                p[n - 1] = '\0';
-        return p;
+        return json_stringn_nocheck(s, strlen(s));
 }
 
-static char *
-query_path(struct xb_req *r)
+/* The sandbox id and the named query parameters as an operation's
+ * arguments. A value holding a NUL byte is passed as "\0", which the
+ * operation refuses with the message for that parameter. */
+static json_t *
+query_args(struct xb_req *r, const char *const *names)
 {
-        int qerr;
-        const char *v = xb_req_query(r, "path", &qerr);
+        json_t *args = json_object();
+        const char *id = xb_req_param(r, 0);
 
-        if (qerr < 0) {
-                xb_reply_error(r, 400, "invalid_path", HINT_PATH, "`path` contains a NUL byte");
+        if (!args)
                 return NULL;
+        json_object_set_new(args, "id", raw_json(id ? id : ""));
+        for (; *names; names++) {
+                int qerr;
+                const char *v = xb_req_query(r, *names, &qerr);
+
+                if (qerr < 0)
+                        json_object_set_new(args, *names, json_stringn_nocheck("", 1));
+                else if (v)
+                        json_object_set_new(args, *names, raw_json(v));
         }
-        return abs_path(r, "path", v);
+        return args;
 }
 
-static int
-query_bool(struct xb_req *r, const char *name, bool *ret)
+static void
+reply_nomem(struct xb_req *r)
 {
-        int qerr;
-        const char *v = xb_req_query(r, name, &qerr);
-
-        if (qerr < 0)
-                goto bad;
-        if (!v)
-                return 0;
-        if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") || !*v)
-                *ret = true;
-        else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
-                *ret = false;
-        else
-                goto bad;
-        return 0;
-bad:
-        xb_reply_error(r, 400, "invalid_request", "use true or false", "`%s` must be true or false", name);
-        return -1;
+        xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
 }
 
-/* "644", "0644" or "0o644": permission bits, at most 0777. */
-static int
-parse_mode(struct xb_req *r, const char *field, const char *v, uint32_t *ret)
+/* Range: bytes=a-b, a- and -n; anything else (several ranges, other
+ * units, bad syntax) is ignored and the whole file is sent (RFC 9110 14.2). */
+static bool
+digits(const char **p, uint64_t *v)
 {
-        const char *s = v;
-        uint32_t m = 0;
+        uint64_t n = 0;
+        const char *s = *p;
 
-        if (!strncmp(s, "0o", 2))
-                s += 2;
-        if (*s && strlen(s) <= 4 && strspn(s, "01234567") == strlen(s)) {
-                for (; *s; s++)
-                        m = m * 8 + (uint32_t)(*s - '0');
-                if (m <= 0777) {
-                        *ret = m;
-                        return 0;
+        if (*s < '0' || *s > '9')
+                return false;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                if (n > (UINT64_MAX - 9) / 10)
+                        return false;
+                n = n * 10 + (uint64_t)(*s - '0');
+        }
+        *p = s;
+        *v = n;
+        return true;
+}
+
+static void
+parse_range(const char *h, struct xb_file_range *rg)
+{
+        struct xb_file_range r = { XB_RANGE_NONE, 0, 0 };
+
+        rg->kind = XB_RANGE_NONE;
+        if (!h || strncmp(h, "bytes=", 6) != 0)
+                return;
+        h += 6;
+        while (*h == ' ')
+                h++;
+        if (*h == '-') {
+                h++;
+                if (!digits(&h, &r.b))
+                        return;
+                r.kind = XB_RANGE_SUFFIX;
+        } else {
+                if (!digits(&h, &r.a) || *h++ != '-')
+                        return;
+                r.kind = XB_RANGE_FROM;
+                if (*h >= '0' && *h <= '9') {
+                        if (!digits(&h, &r.b) || r.b < r.a)
+                                return;
+                        r.kind = XB_RANGE_FROM_TO;
                 }
         }
-        xb_reply_error(r, 400, "invalid_mode", "give octal permission bits such as \"0644\" or \"0755\"",
-                       "`%s` must be an octal mode of at most 0777", field);
-        return -1;
+        while (*h == ' ')
+                h++;
+        if (*h == '\0')
+                *rg = r;
 }
 
-/* ---- handlers ---- */
+/* ---- fast paths: GET and PUT .../files ---- */
+
+/* A GET or PUT waiting on init, then (PUT) on its body. */
+struct transfer {
+        struct xb_req *req;
+        struct xb_call *call;         /* until init answered */
+        bool inside;                  /* the handler still runs: it frees */
+        struct xb_file_span span;     /* GET */
+        struct xb_upload *up;         /* PUT, once the file is open */
+};
+
+static struct transfer *
+transfer_new(struct xb_req *r, const struct xb_sink_ops *ops)
+{
+        struct transfer *t = calloc(1, sizeof(*t));
+
+        if (t && !(t->call = xb_call_new(ops, t, 0))) {
+                free(t);
+                t = NULL;
+        }
+        if (t) {
+                t->req = r;
+                t->inside = true;
+                t->span.fd = -1;
+        }
+        return t;
+}
+
+/* The client left: cancel what waits on init, cut back a half upload. */
+static void
+transfer_gone(struct xb_req *r, void *owner)
+{
+        struct transfer *t = owner;
+
+        (void)r;
+        if (t->call)
+                xb_call_cancel(t->call);
+        if (t->up)
+                xb_upload_abort(t->up);
+        free(t);
+}
+
+/* The call has ended (after the reply to a failure, or GET's file). */
+static void
+transfer_end(struct transfer *t)
+{
+        t->call = NULL;
+        if (!t->inside)
+                free(t);
+}
+
+/* After starting the call: wait for init, unless it has answered already. */
+static void
+transfer_wait(struct transfer *t)
+{
+        t->inside = false;
+        if (!t->call) {
+                xb_req_set_data(t->req, NULL);
+                free(t);
+                return;
+        }
+        xb_req_suspend(t->req, transfer_gone, t);
+}
+
+static void
+transfer_fail(void *ctx, const struct xb_err *err)
+{
+        struct transfer *t = ctx;
+        char cr[48];
+
+        if (err->ecode == XB_E_RANGE_NOT_SATISFIABLE) {
+                snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)t->span.size);
+                xb_req_add_reply_header(t->req, "Content-Range", cr);
+        }
+        xb_rest_fail(t->req, err);
+        xb_req_set_data(t->req, NULL);
+        transfer_end(t);
+}
+
+static void
+get_done(void *ctx, json_t *result)
+{
+        struct transfer *t = ctx;
+        const struct xb_file_span *sp = &t->span;
+        char cr[96];
+
+        json_decref(result);
+        if (sp->partial) {
+                snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)sp->off,
+                         (unsigned long long)(sp->off + sp->len - 1), (unsigned long long)sp->size);
+                xb_reply_fd(t->req, 206, CTYPE_BYTES, sp->fd, sp->off, sp->len, cr);
+        } else
+                xb_reply_fd(t->req, 200, CTYPE_BYTES, sp->fd, 0, sp->size, NULL);
+        transfer_end(t);
+}
+
+static const struct xb_sink_ops get_sink = { NULL, get_done, transfer_fail };
 
 static void
 get_file(struct xb_req *r)
 {
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_READ, .depth = 1 };
+        static const char *const names[] = { "path", NULL };
+        _cleanup_(xb_json_decrefp) json_t *args = query_args(r, names);
+        struct xb_err err = { 0 };
+        struct xb_file_range rg;
+        struct xb_file_req q;
+        struct transfer *t;
+        struct xb_sbx *x;
         char *path;
 
-        if (!x || !xb_fileop_sandbox_ok(r, x) || !(path = query_path(r)))
+        if (!args) {
+                reply_nomem(r);
                 return;
-        q.path = path;
-        xb_fileop_start(r, x, &q, path, NULL, xb_req_header(r, "Range"));
+        }
+        if (!(x = xb_opfile_sandbox(xb_req_app(r), xb_req_tenant(r), args, &err)) ||
+            xb_opfile_read_args(args, &q, &path, &err) < 0) {
+                xb_rest_fail(r, &err);
+                return;
+        }
+        if (!(t = transfer_new(r, &get_sink))) {
+                free(path);
+                reply_nomem(r);
+                return;
+        }
+        parse_range(xb_req_header(r, "Range"), &rg);
+        xb_fileop_open_read(x, &q, path, &rg, &t->span, t->call);
+        transfer_wait(t);
+}
+
+/* The file is open (init answers on a later turn of the loop, never
+ * inside the handler): the body goes into it; phase END answers. */
+static void
+put_open(void *ctx, json_t *result)
+{
+        struct transfer *t = ctx;
+
+        json_decref(result);
+        t->call = NULL;
+        xb_req_set_sink(t->req, xb_upload_fd(t->up));
+        xb_req_resume(t->req);   /* on_gone stays transfer_gone for the body's time */
+}
+
+static const struct xb_sink_ops put_sink = { NULL, put_open, transfer_fail };
+
+static void
+put_end(struct xb_req *r)
+{
+        struct transfer *t = xb_req_data(r);
+        struct xb_upload *up = t ? TAKE_PTR(t->up) : NULL;
+        struct xb_err err = { 0 };
+        json_t *res;
+
+        xb_req_set_data(r, NULL);
+        if (!up) {
+                xb_err_code(&err, XB_E_INTERNAL, EIO, NULL, "the upload lost its file");
+                xb_rest_fail(r, &err);
+        } else if ((res = xb_upload_end(up, xb_req_sink_bytes(r), xb_req_sink_error(r), &err)))
+                xb_reply_json(r, 200, res);
+        else
+                xb_rest_fail(r, &err);
+        free(t);   /* after the reply: until then it was on_gone's owner */
 }
 
 /* PUT: at the headers (phase BEGIN) ask init for the file; the body goes
@@ -119,148 +279,113 @@ get_file(struct xb_req *r)
 static void
 put_file(struct xb_req *r)
 {
-        struct xb_file_req q = { .op = XB_FOP_WRITE, .depth = 1, .mode = 0644, .flags = XB_FILE_PARENTS };
+        static const char *const names[] = { "path", "append", "mode", NULL };
+        _cleanup_(xb_json_decrefp) json_t *args = NULL;
+        struct xb_err err = { 0 };
+        struct xb_file_req q;
+        struct transfer *t;
         struct xb_sbx *x;
-        const char *mode;
-        bool append = false;
         char *path;
-        int qerr;
 
         if (xb_req_phase(r) == XB_PHASE_END) {
-                xb_fileop_upload_end(r);
+                put_end(r);
                 return;
         }
-        x = xb_api_sandbox(r);
-        if (!x || !xb_fileop_sandbox_ok(r, x) || query_bool(r, "append", &append) < 0)
-                return;
-        mode = xb_req_query(r, "mode", &qerr);
-        if (qerr < 0 || (mode && parse_mode(r, "mode", mode, &q.mode) < 0)) {
-                if (qerr < 0)
-                        xb_reply_error(r, 400, "invalid_mode", "give octal permission bits such as 0644", "`mode` is invalid");
+        if (!(args = query_args(r, names))) {
+                reply_nomem(r);
                 return;
         }
-        if (!(path = query_path(r)))
+        if (!(x = xb_opfile_sandbox(xb_req_app(r), xb_req_tenant(r), args, &err)) ||
+            xb_opfile_write_args(args, &q, &path, &err) < 0) {
+                xb_rest_fail(r, &err);
                 return;
-        q.flags |= (append ? XB_FILE_APPEND : 0) | (mode ? XB_FILE_MODE_SET : 0);
-        q.path = path;
-        xb_fileop_upload_begin(r, x, &q, path);
+        }
+        if (!(t = transfer_new(r, &put_sink))) {
+                free(path);
+                reply_nomem(r);
+                return;
+        }
+        xb_req_set_data(r, t);
+        xb_fileop_open_upload(x, &q, path, &t->up, t->call);
+        transfer_wait(t);
+}
+
+/* ---- operations ---- */
+
+static void
+run_query_op(struct xb_req *r, const char *op, const char *const *names)
+{
+        _cleanup_(xb_json_decrefp) json_t *args = query_args(r, names);
+
+        if (!args)
+                reply_nomem(r);
+        else
+                xb_rest_run(r, op, args, 200, false);
 }
 
 static void
 delete_file(struct xb_req *r)
 {
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_DELETE, .depth = 1 };
-        bool recursive = false;
-        char *path;
+        static const char *const names[] = { "path", "recursive", NULL };
 
-        if (!x || !xb_fileop_sandbox_ok(r, x) || query_bool(r, "recursive", &recursive) < 0 || !(path = query_path(r)))
-                return;
-        q.path = path;
-        q.flags = recursive ? XB_FILE_RECURSIVE : 0;
-        xb_fileop_start(r, x, &q, path, NULL, NULL);
+        run_query_op(r, "delete_file", names);
 }
 
 static void
 list_files(struct xb_req *r)
 {
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_LIST, .depth = 1 };
-        const char *d;
-        char *path;
-        int qerr;
+        static const char *const names[] = { "path", "depth", NULL };
 
-        if (!x || !xb_fileop_sandbox_ok(r, x))
-                return;
-        d = xb_req_query(r, "depth", &qerr);
-        if (qerr < 0 || (d && (strlen(d) != 1 || d[0] < '1' || d[0] > '0' + XB_FILE_DEPTH_MAX))) {
-                xb_reply_error(r, 400, "invalid_depth", "depth=1 lists the directory itself; up to 5 goes deeper",
-                               "`depth` must be a whole number from 1 to %d", XB_FILE_DEPTH_MAX);
-                return;
-        }
-        if (d)
-                q.depth = (uint32_t)(d[0] - '0');
-        if (!(path = query_path(r)))
-                return;
-        q.path = path;
-        xb_fileop_start(r, x, &q, path, NULL, NULL);
+        run_query_op(r, "list_files", names);
 }
 
 static void
 stat_file(struct xb_req *r)
 {
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_STAT, .depth = 1 };
-        char *path;
+        static const char *const names[] = { "path", NULL };
 
-        if (!x || !xb_fileop_sandbox_ok(r, x) || !(path = query_path(r)))
+        run_query_op(r, "stat_file", names);
+}
+
+/* A JSON body's fields as the operation's arguments, with the sandbox id. */
+static void
+run_body_op(struct xb_req *r, const char *op, const char *hint)
+{
+        static const char *const none[] = { NULL };
+        _cleanup_(xb_json_decrefp) json_t *args = NULL, *id_only = query_args(r, none);
+        struct xb_err err = { 0 }, err2 = { 0 };
+        size_t len;
+        const char *b = xb_req_body(r, &len);
+
+        if (!id_only) {
+                reply_nomem(r);
                 return;
-        q.path = path;
-        xb_fileop_start(r, x, &q, path, NULL, NULL);
+        }
+        if (xb_jsonv_parse(b, len, &args, &err) < 0) {
+                /* An unknown or dead sandbox is said first, as it always was. */
+                if (!xb_opfile_sandbox(xb_req_app(r), xb_req_tenant(r), id_only, &err2)) {
+                        xb_rest_fail(r, &err2);
+                        return;
+                }
+                err.ecode = XB_E_INVALID;
+                err.hint = hint;
+                xb_rest_fail(r, &err);
+                return;
+        }
+        json_object_set(args, "id", json_object_get(id_only, "id"));
+        xb_rest_run(r, op, args, 200, false);
 }
 
 static void
 make_dir(struct xb_req *r)
 {
-        static const char *const fields[] = { "path", "parents", "mode", NULL };
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_MKDIR, .depth = 1, .mode = 0755 };
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        const char *b, *p = NULL, *mode = NULL;
-        bool parents = true;
-        size_t len;
-        char *path;
-
-        if (!x || !xb_fileop_sandbox_ok(r, x))
-                return;
-        b = xb_req_body(r, &len);
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_str(body, "path", XB_FILE_PATH_MAX, &p, &err) < 0 ||
-            xb_jsonv_bool(body, "parents", &parents, &err) < 0 || xb_jsonv_str(body, "mode", 16, &mode, &err) < 0) {
-                xb_api_bad_request(r, &err, "send {\"path\": \"/home/user/dir\", \"parents\": true}");
-                return;
-        }
-        if ((mode && parse_mode(r, "mode", mode, &q.mode) < 0) || !(path = abs_path(r, "path", p)))
-                return;
-        q.path = path;
-        q.flags = parents ? XB_FILE_PARENTS : 0;
-        xb_fileop_start(r, x, &q, path, NULL, NULL);
+        run_body_op(r, "make_directory", XB_OPFILE_HINT_MKDIR);
 }
 
 static void
 move_file(struct xb_req *r)
 {
-        static const char *const fields[] = { "from", "to", "overwrite", NULL };
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_file_req q = { .op = XB_FOP_MOVE, .depth = 1 };
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        const char *b, *from = NULL, *to = NULL;
-        bool overwrite = false;
-        size_t len;
-        char *src, *dst;
-
-        if (!x || !xb_fileop_sandbox_ok(r, x))
-                return;
-        b = xb_req_body(r, &len);
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_str(body, "from", XB_FILE_PATH_MAX, &from, &err) < 0 ||
-            xb_jsonv_str(body, "to", XB_FILE_PATH_MAX, &to, &err) < 0 ||
-            xb_jsonv_bool(body, "overwrite", &overwrite, &err) < 0) {
-                xb_api_bad_request(r, &err, "send {\"from\": \"/home/user/a\", \"to\": \"/home/user/b\"}");
-                return;
-        }
-        if (!(src = abs_path(r, "from", from)))
-                return;
-        if (!(dst = abs_path(r, "to", to))) {
-                free(src);
-                return;
-        }
-        q.path = src;
-        q.path2 = dst;
-        q.flags = overwrite ? XB_FILE_OVERWRITE : 0;
-        xb_fileop_start(r, x, &q, src, dst, NULL);
+        run_body_op(r, "move_file", XB_OPFILE_HINT_MOVE);
 }
 
 const struct xb_route xb_api_routes_files[] = {

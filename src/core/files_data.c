@@ -1,0 +1,331 @@
+/* Reads and writes, built on files.c's operations: what the fd of a file
+ * init opened is for. A READ hands it on with the byte range asked for
+ * (REST sends it) or returns its content as JSON; a WRITE becomes an
+ * upload that REST streams its body into, or takes the content it was
+ * given. A failed write is cut back to the length the file had when
+ * opened: empty, or its old length when appending. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base64.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "base/utf8.h"
+#include "core/files.h"
+#include "core/files_int.h"
+
+struct xb_upload {
+        struct xb_sbx *sbx;           /* referenced */
+        char *path;
+        int fd;
+        uint64_t base_size;           /* restored when the upload fails */
+};
+
+/* What one READ or WRITE is to do with its fd. */
+struct use {
+        struct xb_file_range range;   /* open_read */
+        struct xb_file_span *span;    /* open_read: the caller's */
+        struct xb_upload **up;        /* open_upload: the caller's */
+        size_t max;                   /* read */
+        char *data;                   /* write */
+        size_t len;
+};
+
+static void
+use_free(void *ctx)
+{
+        struct use *u = ctx;
+
+        if (u)
+                free(u->data);
+        free(u);
+}
+
+/* Start q with a use; takes path and data. */
+static void
+start(struct xb_sbx *x, struct xb_file_req *q, char *path, const struct xb_fileop_fd_ops *ops,
+      const struct use *init, char *data, struct xb_call *call)
+{
+        struct use *u = malloc(sizeof(*u));
+
+        if (!u) {
+                free(path);
+                free(data);
+                xb_call_failf(call, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        *u = *init;
+        u->data = data;
+        xb_fileop_start_fd(x, q, path, ops, u, call);
+}
+
+/* ---- reads ---- */
+
+static void
+span_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd, const struct stat *st)
+{
+        struct use *u = ctx;
+        uint64_t size = (uint64_t)st->st_size, off = 0, len = size;
+        const struct xb_file_range *rg = &u->range;
+        char buf[XB_SHOWN_CAP];
+
+        (void)x;
+        *u->span = (struct xb_file_span){ .fd = -1, .size = size };
+        if (rg->kind == XB_RANGE_NONE) {
+                *u->span = (struct xb_file_span){ .fd = fd, .len = size, .size = size };
+                xb_call_done(c, NULL);
+                return;
+        }
+        if ((rg->kind == XB_RANGE_SUFFIX && (rg->b == 0 || size == 0)) || (rg->kind != XB_RANGE_SUFFIX && rg->a >= size)) {
+                close(fd);
+                xb_call_failf(c, XB_E_RANGE_NOT_SATISFIABLE, NULL, "`%s` is %llu bytes; the range asked for is outside it",
+                              xb_fileop_shown(*path, buf, sizeof(buf)), (unsigned long long)size);
+                return;
+        }
+        if (rg->kind == XB_RANGE_SUFFIX) {
+                len = XB_MIN(rg->b, size);
+                off = size - len;
+        } else {
+                off = rg->a;
+                len = (rg->kind == XB_RANGE_FROM_TO ? XB_MIN(rg->b, size - 1) : size - 1) - off + 1;
+        }
+        *u->span = (struct xb_file_span){ .fd = fd, .off = off, .len = len, .size = size, .partial = true };
+        xb_call_done(c, NULL);
+}
+
+static const struct xb_fileop_fd_ops span_ops = { span_opened, use_free };
+
+void
+xb_fileop_open_read(struct xb_sbx *x, struct xb_file_req *q, char *path, const struct xb_file_range *rg,
+                    struct xb_file_span *ret, struct xb_call *call)
+{
+        start(x, q, path, &span_ops, &(struct use){ .range = *rg, .span = ret }, NULL, call);
+}
+
+/* How many of n bytes to keep so that a read cut at n does not end
+ * inside a UTF-8 character. */
+static size_t
+whole_chars(const unsigned char *s, size_t n)
+{
+        size_t i = n, need;
+
+        while (i > 0 && n - i < 3 && (s[i - 1] & 0xc0) == 0x80)
+                i--;
+        if (i == 0 || s[i - 1] < 0xc0)
+                return n;
+        need = s[i - 1] >= 0xf0 ? 4 : s[i - 1] >= 0xe0 ? 3 : 2;
+        return n - i + 1 < need ? i - 1 : n;
+}
+
+static void
+content_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd, const struct stat *st)
+{
+        struct use *u = ctx;
+        _cleanup_close_ int file = fd;
+        size_t max = XB_MIN(u->max, (size_t)st->st_size), n = 0, text;
+        _cleanup_free_ char *buf = malloc(max ? max : 1), *b64 = NULL;
+        char shown[XB_SHOWN_CAP];
+        json_t *content;
+
+        (void)x;
+        if (!buf) {
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        /* A regular file on a real filesystem (checked): reading it does not block for long. */
+        while (n < max) {
+                ssize_t k = pread(file, buf + n, max - n, (off_t)n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        xb_call_failf(c, XB_E_FILE_ERROR, NULL, "cannot read `%s`: %s",
+                                      xb_fileop_shown(*path, shown, sizeof(shown)), strerror(errno));
+                        return;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+        }
+        text = n < (uint64_t)st->st_size ? whole_chars((const unsigned char *)buf, n) : n;
+        if (xb_utf8_valid(buf, text))
+                content = json_stringn(buf, text);
+        else if (xb_base64_encode_alloc(buf, n, &b64) == 0)
+                content = json_string(b64);
+        else
+                content = NULL;
+        if (!content) {
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        xb_call_done(c, json_pack("{s:o,s:I,s:o,s:s,s:b}", "path", xb_fileop_str_json(*path, strlen(*path)), "size",
+                                  (json_int_t)st->st_size, "content", content, "encoding", b64 ? "base64" : "utf-8",
+                                  "truncated", n < (uint64_t)st->st_size));
+}
+
+static const struct xb_fileop_fd_ops content_ops = { content_opened, use_free };
+
+void
+xb_fileop_read(struct xb_sbx *x, struct xb_file_req *q, char *path, size_t max, struct xb_call *call)
+{
+        start(x, q, path, &content_ops, &(struct use){ .max = max }, NULL, call);
+}
+
+/* ---- writes ---- */
+
+static void
+upload_free(struct xb_upload *up, bool failed)
+{
+        if (!up)
+                return;
+        if (up->fd >= 0) {
+                if (failed && ftruncate(up->fd, (off_t)up->base_size) < 0)
+                        xb_debug("upload %s: truncate back: %s", up->path, strerror(errno));
+                close(up->fd);
+        }
+        xb_sbx_unref(up->sbx);
+        free(up->path);
+        free(up);
+}
+
+int
+xb_upload_fd(const struct xb_upload *up)
+{
+        return up->fd;
+}
+
+void
+xb_upload_abort(struct xb_upload *up)
+{
+        upload_free(up, true);
+}
+
+json_t *
+xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
+{
+        char buf[XB_SHOWN_CAP];
+        const char *path = xb_fileop_shown(up->path, buf, sizeof(buf));
+        struct stat st;
+        json_t *res;
+
+        if (xb_fileop_sandbox_ok(up->sbx, err) < 0) {
+                upload_free(up, false);
+                return NULL;
+        }
+        if (e || fstat(up->fd, &st) < 0) {
+                e = e ? e : errno;
+                if (e == ENOSPC || e == EDQUOT)
+                        xb_err_code(err, XB_E_DISK_FULL, e, NULL, "the disk filled up after %llu bytes of `%s`; the "
+                                    "file was put back as it was opened (empty, or its old length when appending)",
+                                    (unsigned long long)written, path);
+                else if (e == EFBIG)
+                        xb_err_code(err, XB_E_UPLOAD_TOO_LARGE, e, NULL,
+                                    "the upload to `%s` is over the server's upload limit", path);
+                else
+                        xb_err_code(err, XB_E_WRITE_FAILED, e, NULL, "writing `%s` failed: %s", path, strerror(e));
+                upload_free(up, true);
+                return NULL;
+        }
+        /* Closed before the answer, so the file can be executed at once (no ETXTBSY). */
+        close(up->fd);
+        up->fd = -1;
+        res = json_pack("{s:o,s:I,s:I}", "path", xb_fileop_str_json(up->path, strlen(up->path)), "size",
+                        (json_int_t)st.st_size, "written", (json_int_t)written);
+        upload_free(up, false);
+        return res;
+}
+
+/* The open file as an upload; takes fd and *path. */
+static struct xb_upload *
+upload_new(struct xb_sbx *x, char **path, int fd, const struct stat *st)
+{
+        struct xb_upload *up = calloc(1, sizeof(*up));
+
+        if (!up) {
+                close(fd);
+                return NULL;
+        }
+        /* O_APPEND keeps what was there; otherwise init truncated it. */
+        *up = (struct xb_upload){ .sbx = x, .path = TAKE_PTR(*path), .fd = fd, .base_size = (uint64_t)st->st_size };
+        xb_sbx_ref(x);
+        return up;
+}
+
+static void
+upload_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd, const struct stat *st)
+{
+        struct use *u = ctx;
+
+        if (!(*u->up = upload_new(x, path, fd, st)))
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+        else
+                xb_call_done(c, NULL);
+}
+
+static const struct xb_fileop_fd_ops upload_ops = { upload_opened, use_free };
+
+void
+xb_fileop_open_upload(struct xb_sbx *x, struct xb_file_req *q, char *path, struct xb_upload **ret,
+                      struct xb_call *call)
+{
+        start(x, q, path, &upload_ops, &(struct use){ .up = ret }, NULL, call);
+}
+
+/* write(2) until done, counting what went in; a positive errno. */
+static int
+write_counted(int fd, const char *p, size_t n, uint64_t *done)
+{
+        while (*done < n) {
+                ssize_t k = write(fd, p + *done, n - *done);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return errno;
+                *done += (uint64_t)k;
+        }
+        return 0;
+}
+
+static void
+write_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd, const struct stat *st)
+{
+        struct use *u = ctx;
+        struct xb_upload *up = upload_new(x, path, fd, st);
+        struct xb_err err = { 0 };
+        uint64_t written = 0;
+        json_t *res;
+        int e;
+
+        if (!up) {
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        e = write_counted(up->fd, u->data, u->len, &written);
+        if ((res = xb_upload_end(up, written, e, &err)))
+                xb_call_done(c, res);
+        else
+                xb_call_fail(c, &err);
+}
+
+static const struct xb_fileop_fd_ops write_ops = { write_opened, use_free };
+
+void
+xb_fileop_write(struct xb_sbx *x, struct xb_file_req *q, char *path, char *data, size_t len, struct xb_call *call)
+{
+        char buf[XB_SHOWN_CAP];
+
+        /* As an upload's body would be: refused before the file is touched. */
+        if (len > x->srv->o.upload_max) {
+                xb_call_failf(call, XB_E_UPLOAD_TOO_LARGE, NULL, "the upload to `%s` is over the server's upload limit",
+                              xb_fileop_shown(path, buf, sizeof(buf)));
+                free(path);
+                free(data);
+                return;
+        }
+        start(x, q, path, &write_ops, &(struct use){ .len = len }, data, call);
+}
