@@ -91,7 +91,7 @@ $(INIT): $(INIT_OBJ) $(MUSL_SPECS)
 	$(INIT_CC) -static-pie -s -Wl,--gc-sections $(LDFLAGS) -o $@ $(INIT_OBJ)
 
 $(BUILD)/gen_seccomp: tools/gen_seccomp.c $(BUILD)/$(POLICY_SRC:.c=.o) $(BUILD)/src/base/err.o
-	$(CC) $(CFLAGS) $(SAN) -o $@ $^ -lseccomp
+	$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.c %.o,$^) -lseccomp
 
 $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf &: $(BUILD)/gen_seccomp
 	$(BUILD)/gen_seccomp $(BUILD)/seccomp-main.bpf $(BUILD)/seccomp-stub.bpf
