@@ -169,7 +169,7 @@ xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds)
         if (n == (ssize_t)sizeof(e)) {
                 e.stage[sizeof(e.stage) - 1] = '\0';
                 xb_init_error(r->tag, e.err, e.stage);
-                return;   /* the child _exits; reap() collects it */
+                return;   /* the child _exits; xb_init_reap() collects it */
         }
         xb_init_adopt(pid, r->tag, q.last);
 }

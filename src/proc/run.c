@@ -1,6 +1,6 @@
 /* One-shot runs: a sandbox, one command, its output, its verdict.
  *
- * Theory of operation. The daemon side (this process) makes the pipes,
+ * Theory of operation. The host side (this process) makes the pipes,
  * keeps the read ends and hands the write ends to the sandbox's setup
  * child, which starts the command itself while init starts (init adopts
  * it). It closes its copies once the sandbox is started, so EOF means
