@@ -32,13 +32,17 @@ LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/
 CLI_SRC := $(wildcard src/cli/*.c)
 INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/proto/pseudofs.c src/sandbox/execspec.c src/base/err.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# Test-only MCP plug-ins (the conformance fixtures): in execbox-test, never in execbox.
+FIXTURE_SRC := $(wildcard tests/fixtures/*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 INIT_OBJ := $(INIT_SRC:%.c=$(BUILD)/init-obj/%.o)
+FIXTURE_OBJ := $(FIXTURE_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 EXECBOX := $(BUILD)/execbox
+EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
@@ -109,6 +113,10 @@ $(BUILD)/init_hash.o: $(BUILD)/init_hash.c
 $(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
 	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# The same objects plus the test-only plug-ins; `make mcp-test` runs it.
+$(EXECBOX_TEST): $(CLI_OBJ) $(LIB_OBJ) $(FIXTURE_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
+	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
 # The probe runs inside sandboxes to attack them; static (musl, like the
 # init) so it needs nothing there and starts without glibc's cpuid probes.
 PROBE_SRC := tests/helper/xbprobe.c tests/helper/xbprobe_attacks.c
@@ -162,8 +170,8 @@ layering-test:
 
 # Real MCP clients (the conformance suites, the inspector, the SDK); their
 # npm packages are cached outside the repository (tests/mcp/run.sh).
-mcp-test: $(EXECBOX)
-	EXECBOX=$(abspath $(EXECBOX)) tests/mcp/run.sh
+mcp-test: $(EXECBOX_TEST)
+	EXECBOX=$(abspath $(EXECBOX_TEST)) tests/mcp/run.sh
 
 check: deps
 	$(MAKE) all

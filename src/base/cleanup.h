@@ -30,6 +30,18 @@ static inline void xb_closedirp(DIR **d) { if (*d) closedir(*d); }
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
 #define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -EBADF; _fd; })
 
+/* fdopendir(3) that takes *fd: on success the DIR owns it and *fd is
+ * -EBADF; on failure (or *fd < 0) *fd is left to its owner. */
+static inline DIR *
+xb_take_fdopendir(int *fd)
+{
+        DIR *d = *fd >= 0 ? fdopendir(*fd) : NULL;
+
+        if (d)
+                *fd = -EBADF;
+        return d;
+}
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define XB_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define XB_MAX(a, b) ((a) > (b) ? (a) : (b))

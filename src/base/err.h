@@ -1,6 +1,6 @@
-/* Error reporting below the server layer: functions return -errno and
- * optionally fill a struct xb_err with a message; callers add context on
- * the way up. Library code never logs. */
+/* Error reporting: functions return -errno and optionally fill a struct
+ * xb_err with a message; callers add context on the way up. The layers
+ * below core (base, proto, sandbox, proc, init) never log. */
 #pragma once
 #include <stddef.h>
 

@@ -1,4 +1,5 @@
-/* Logging for the cli and server layers only: library code returns errors. */
+/* Logging to stderr, for core and the layers above it (and the cli); the
+ * layers below core return errors instead (err.h). */
 #pragma once
 
 enum xb_log_level { XB_LOG_ERROR, XB_LOG_WARN, XB_LOG_INFO, XB_LOG_DEBUG };

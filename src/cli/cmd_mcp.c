@@ -28,6 +28,7 @@ mcp_usage(FILE *f)
               "                         default limits of a sandbox (1G, 512, none, 1G)\n"
               "  --allow-mount DIR      host directory sandboxes may bind (repeatable)\n"
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
+              "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"
               "  --verbose              log more on stderr\n",
               f);

@@ -261,8 +261,9 @@ xb_cmd_run(int argc, char **argv)
         struct xb_run_opts ro = { 0 };
         struct xb_result res;
         char **env = NULL;
+        _cleanup_close_ int sfd = -EBADF;
         sigset_t mask;
-        int sfd = -1, rc;
+        int rc;
 
         if (!c)
                 return fail(false, "out of memory");
@@ -306,8 +307,6 @@ xb_cmd_run(int argc, char **argv)
         rc = res.interrupted_by ? 128 + res.interrupted_by : res.exited ? res.exit_code : 128 + res.signal;
         xb_result_free(&res);
 out:
-        if (sfd >= 0)
-                close(sfd);
         xb_engine_close(eng);
         xb_strv_free(env);
         for (size_t i = 0; i < c->nbinds; i++)

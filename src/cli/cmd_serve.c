@@ -31,6 +31,7 @@ serve_usage(FILE *f)
               "  --allow-mount DIR      host directory sandboxes may bind (repeatable)\n"
               "  --require-guide        Pandora's /exec needs guideFollowed: true\n"
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
+              "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"
               "  --quiet / --verbose\n",
               f);

@@ -11,6 +11,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "mcp/mcp.h"
 #include "transport/http.h"
 
 #define SERVE (1u << XB_CMD_SERVE)
@@ -125,7 +126,12 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         a->allow[o->nallow++] = arg;
                 break;
         case O_GUIDE: o->require_guide = true; break;
-        case O_FIXTURES: o->conformance_fixtures = true; break;
+        case O_FIXTURES:
+                if (!xb_mcp_has_plugin(XB_FIXTURES_PLUGIN))
+                        r = xb_err_msg(err, ENOTSUP, "this binary has no MCP conformance fixtures; they are only in "
+                                       "the test build, execbox-test (make %s)", "build/execbox-test");
+                o->conformance_fixtures = true;
+                break;
         case O_CGROUP: r = xb_cgroup_mode_parse(arg, &o->cgroup_mode, err); break;
         case O_QUIET:
                 o->quiet = true;

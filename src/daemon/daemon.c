@@ -166,6 +166,7 @@ int
 xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 {
         static struct xb_route routes[128];
+        static const char *const fixtures[] = { XB_FIXTURES_PLUGIN, NULL };
         struct xb_server *s = calloc(1, sizeof(*s));
         struct xb_engine_opts eo = { 0 };
         struct xb_http_opts ho = { 0 };
@@ -232,7 +233,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 goto fail;
         }
         mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s, .router = s->http, .defaults = &s->o.defaults,
-                                   .fixtures = s->o.conformance_fixtures, .ntenants = s->ntokens ? s->ntokens : 1 };
+                                   .plugins = s->o.conformance_fixtures ? fixtures : NULL,
+                                   .ntenants = s->ntokens ? s->ntokens : 1 };
         if (xb_mcp_new(&mo, &s->mcp, &err) < 0) {
                 xb_error("mcp: %s", err.msg);
                 goto fail;

@@ -42,6 +42,7 @@
 #include <linux/openat2.h>
 
 #include "init.h"
+#include "base/cleanup.h"
 #include "proto/pseudofs.h"
 
 #define RM_DEPTH_MAX 128
@@ -114,17 +115,14 @@ ftype(mode_t m)
 static int
 setup(void)
 {
+        _cleanup_close_ int fd = -EBADF;
+
         if (rootfd >= 0)
                 return 0;
-        rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (rootfd < 0 || fstat(rootfd, &root_st) < 0) {
-                int e = errno;
-
-                if (rootfd >= 0)
-                        close(rootfd);
-                rootfd = -1;
-                return -e;
-        }
+        fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &root_st) < 0)
+                return -errno;
+        rootfd = TAKE_FD(fd);
         /* Without /proc, reads and writes of existing files fail; the rest works. */
         procfd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
         have_home = stat("/home/user", &home_st) == 0;
@@ -270,40 +268,32 @@ make_dirs(const char *path, uint32_t mode, uint64_t *made)
 static void
 op_read(const struct file_req *q)
 {
+        _cleanup_close_ int fd = resolve(q->path, O_PATH), rfd = -EBADF;
         struct stat st, st2;
-        int fd = resolve(q->path, O_PATH), rfd;
 
         if (fd < 0) {
                 reply_error(q->tag, -fd, 0);
                 return;
         }
         if (fstat(fd, &st) < 0) {
-                int e = errno;
-
-                close(fd);
-                reply_error(q->tag, e, 0);
+                reply_error(q->tag, errno, 0);
                 return;
         }
         if (!S_ISREG(st.st_mode) || xb_pseudo_fs(fd)) {
-                int e = S_ISDIR(st.st_mode) ? EISDIR : S_ISREG(st.st_mode) ? EOPNOTSUPP : EINVAL;
-
-                close(fd);
-                reply_error(q->tag, e, ftype(st.st_mode));
+                reply_error(q->tag, S_ISDIR(st.st_mode) ? EISDIR : S_ISREG(st.st_mode) ? EOPNOTSUPP : EINVAL,
+                            ftype(st.st_mode));
                 return;
         }
         rfd = reopen(fd, O_RDONLY);
-        close(fd);
         if (rfd < 0) {
                 reply_error(q->tag, -rfd, 0);
                 return;
         }
         if (fstat(rfd, &st2) < 0 || !S_ISREG(st2.st_mode) || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev) {
-                close(rfd);
                 reply_error(q->tag, EAGAIN, 0);
                 return;
         }
         reply_ok(q->tag, rfd, 0, false);
-        close(rfd);
 }
 
 /* The fd of an existing regular file at path (the last symlink followed,
@@ -311,35 +301,25 @@ op_read(const struct file_req *q)
 static int
 open_existing(const struct file_req *q, uint32_t *type)
 {
+        _cleanup_close_ int fd = resolve(q->path, O_PATH), wfd = -EBADF;
         struct stat st;
-        int fd = resolve(q->path, O_PATH), wfd;
 
         if (fd < 0)
                 return fd;
-        if (fstat(fd, &st) < 0) {
-                int e = errno;
-
-                close(fd);
-                return -e;
-        }
+        if (fstat(fd, &st) < 0)
+                return -errno;
         if (!S_ISREG(st.st_mode) || xb_pseudo_fs(fd)) {
-                close(fd);
                 *type = ftype(st.st_mode);
                 return S_ISDIR(st.st_mode) ? -EISDIR : S_ISREG(st.st_mode) ? -EOPNOTSUPP : -EINVAL;
         }
         wfd = reopen(fd, O_WRONLY | ((q->flags & XB_FILE_APPEND) ? O_APPEND : 0));
-        close(fd);
         if (wfd < 0)
                 return wfd;
         /* Permission to chmod first, so a refusal leaves the file as it was. */
         if (((q->flags & XB_FILE_MODE_SET) && fchmod(wfd, (mode_t)q->mode) < 0) ||
-            (!(q->flags & XB_FILE_APPEND) && ftruncate(wfd, 0) < 0)) {
-                int e = errno;
-
-                close(wfd);
-                return -e;
-        }
-        return wfd;
+            (!(q->flags & XB_FILE_APPEND) && ftruncate(wfd, 0) < 0))
+                return -errno;
+        return TAKE_FD(wfd);
 }
 
 static void
@@ -350,7 +330,8 @@ op_write(const struct file_req *q)
         uint64_t made = 0;
         uint32_t type = 0;
         struct stat st;
-        int r, fd = -ENOENT;
+        _cleanup_close_ int fd = -ENOENT;   /* an fd, or -errno */
+        int r;
 
         if ((r = split(q->path, buf, sizeof(buf), &parent, &name)) < 0 ||
             ((q->flags & XB_FILE_PARENTS) && (r = make_dirs(parent, 0755, &made)) < 0)) {
@@ -362,7 +343,7 @@ op_write(const struct file_req *q)
                         fd = -EAGAIN;   /* something keeps appearing and vanishing there */
                         break;
                 }
-                int pfd;
+                _cleanup_close_ int pfd = -EBADF;
 
                 fd = open_existing(q, &type);
                 if (fd != -ENOENT)
@@ -381,18 +362,12 @@ op_write(const struct file_req *q)
                                                                                                    : -ENOENT;
                 } else if (fd < 0)
                         fd = -errno;
-                close(pfd);
         }
-        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-                close(fd);
-                fd = -EAGAIN;
-        }
-        if (fd < 0) {
-                reply_error(q->tag, -fd, type);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                reply_error(q->tag, fd < 0 ? -fd : EAGAIN, type);
                 return;
         }
         reply_ok(q->tag, fd, 0, false);
-        close(fd);
 }
 
 static void
@@ -402,17 +377,14 @@ op_stat(const struct file_req *q)
         char target[PATH_MAX];
         struct xb_msgw w;
         struct stat st;
-        int fd = resolve(q->path, O_PATH | O_NOFOLLOW);
+        _cleanup_close_ int fd = resolve(q->path, O_PATH | O_NOFOLLOW);
 
         if (fd < 0) {
                 reply_error(q->tag, -fd, 0);
                 return;
         }
         if (fstat(fd, &st) < 0) {
-                int e = errno;
-
-                close(fd);
-                reply_error(q->tag, e, 0);
+                reply_error(q->tag, errno, 0);
                 return;
         }
         xb_msgw_init(&w, buf, sizeof(buf), XB_EV_FILE, q->tag);
@@ -428,7 +400,6 @@ op_stat(const struct file_req *q)
                 if (n > 0 && (size_t)n < sizeof(target))
                         xb_msgw_put(&w, XB_K_DATA, target, (size_t)n);
         }
-        close(fd);
         xb_init_send(&w, NULL, 0);
 }
 
@@ -540,7 +511,8 @@ op_mkdir(const struct file_req *q)
         char buf[PATH_MAX];
         const char *parent, *name;
         uint64_t made = 0;
-        int r, pfd;
+        _cleanup_close_ int pfd = -EBADF;
+        int r;
 
         if (q->flags & XB_FILE_PARENTS) {
                 r = make_dirs(q->path, (uint32_t)q->mode, &made);
@@ -548,7 +520,6 @@ op_mkdir(const struct file_req *q)
                    (r = pfd = resolve(parent, O_PATH | O_DIRECTORY)) >= 0) {
                 r = mkdirat(pfd, name, (mode_t)q->mode) < 0 ? -errno : 0;
                 made = r == 0;
-                close(pfd);
         }
         if (r < 0)
                 reply_error(q->tag, r == -EBUSY ? EEXIST : -r, 0);
@@ -562,7 +533,8 @@ op_move(const struct file_req *q)
         char sbuf[PATH_MAX], dbuf[PATH_MAX];
         const char *sparent, *sname, *dparent, *dname;
         struct stat st;
-        int r, spfd = -1, dpfd = -1;
+        _cleanup_close_ int spfd = -EBADF, dpfd = -EBADF;
+        int r;
 
         if ((r = split(q->path, sbuf, sizeof(sbuf), &sparent, &sname)) < 0 ||
             (r = split(q->path2, dbuf, sizeof(dbuf), &dparent, &dname)) < 0 ||
@@ -580,10 +552,6 @@ op_move(const struct file_req *q)
         r = syscall(SYS_renameat2, spfd, sname, dpfd, dname,
                     (q->flags & XB_FILE_OVERWRITE) ? 0 : RENAME_NOREPLACE) < 0 ? -errno : 0;
 out:
-        if (spfd >= 0)
-                close(spfd);
-        if (dpfd >= 0)
-                close(dpfd);
         if (r < 0)
                 reply_error(q->tag, -r, 0);
         else
@@ -654,7 +622,8 @@ op_delete(const struct file_req *q)
         const char *parent, *name;
         uint64_t count = 0;
         struct stat st;
-        int r, pfd = -1;
+        _cleanup_close_ int pfd = -EBADF;
+        int r;
 
         if ((r = split(q->path, buf, sizeof(buf), &parent, &name)) < 0 ||
             (r = pfd = resolve(parent, O_PATH | O_DIRECTORY)) < 0)
@@ -686,8 +655,6 @@ op_delete(const struct file_req *q)
         if (r == 0)
                 count++;
 out:
-        if (pfd >= 0)
-                close(pfd);
         if (r < 0)
                 reply_error(q->tag, -r, 0);
         else

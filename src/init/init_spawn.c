@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "base/cleanup.h"
 #include "sandbox/execspec.h"
 
 #define MAX_STRS 8192
@@ -169,7 +170,7 @@ xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds)
         if (n == (ssize_t)sizeof(e)) {
                 e.stage[sizeof(e.stage) - 1] = '\0';
                 xb_init_error(r->tag, e.err, e.stage);
-                return;   /* the child _exits; reap() collects it */
+                return;   /* the child _exits; xb_init_reap() collects it */
         }
         xb_init_adopt(pid, r->tag, q.last);
 }
@@ -229,21 +230,18 @@ pgrp_of(int procfd, const char *pid)
 static void
 signal_others(pid_t leader, int sig)
 {
-        int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         if (procfd < 0)
                 return;
         for (int pass = 0; pass < 64; pass++) {
-                int dfd = dup(procfd);
-                DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+                _cleanup_close_ int dfd = dup(procfd);
+                _cleanup_closedir_ DIR *d = xb_take_fdopendir(&dfd);
                 struct dirent *de;
                 int found = 0;
 
-                if (!d) {
-                        if (dfd >= 0)
-                                close(dfd);
+                if (!d)
                         break;
-                }
                 rewinddir(d);
                 while ((de = readdir(d))) {
                         char *end;
@@ -254,11 +252,9 @@ signal_others(pid_t leader, int sig)
                         if (kill((pid_t)pid, sig) == 0)
                                 found++;
                 }
-                closedir(d);
                 if (!found || sig != SIGKILL)
                         break;
         }
-        close(procfd);
 }
 
 void

@@ -223,7 +223,7 @@ client_free(struct xb_mcp_client *c)
                 free(s->sid);
                 free(s);
         }
-        mcp_edits_free(c);
+        mcp_plugins_client_free(c);
         json_decref(c->subs);
         json_decref(c->caps);
         free(c->sandbox);
@@ -566,19 +566,16 @@ xb_mcp_handle(struct xb_mcp_client *c, enum xb_mcp_era era, json_t *msg, const s
 json_t *
 xb_mcp_tool_input(struct xb_mcp *m, const char *name, bool modern)
 {
+        json_t *fx = mcp_plugin_tools(m, modern), *v, *in = NULL;
         const struct xb_tool *t;
+        size_t i;
 
-        if (m->o.fixtures) {
-                json_t *fx = mcp_fixture_tools(modern), *v, *in = NULL;
-                size_t i;
-
-                json_array_foreach(fx, i, v)
-                        if (!strcmp(json_string_value(json_object_get(v, "name")) ?: "", name))
-                                in = json_incref(json_object_get(v, "inputSchema"));
-                json_decref(fx);
-                if (in)
-                        return in;
-        }
+        json_array_foreach(fx, i, v)
+                if (!strcmp(json_string_value(json_object_get(v, "name")) ?: "", name))
+                        in = json_incref(json_object_get(v, "inputSchema"));
+        json_decref(fx);
+        if (in)
+                return in;
         t = xb_catalog_find(name);
         return t ? json_incref(t->input) : NULL;
 }
@@ -593,6 +590,10 @@ xb_mcp_new(const struct xb_mcp_opts *o, struct xb_mcp **ret, struct xb_err *err)
         if (!m)
                 return xb_err_set(err, ENOMEM, "mcp");
         m->o = *o;
+        if (mcp_plugins_check(o, err) < 0) {
+                free(m);
+                return -ENOENT;
+        }
         if (!m->o.ntenants)
                 m->o.ntenants = 1;
         m->tenants = calloc(m->o.ntenants, sizeof(*m->tenants));
@@ -642,6 +643,6 @@ xb_mcp_free(struct xb_mcp *m)
                 if (m->tenants[i])
                         client_free(m->tenants[i]);
         free(m->tenants);
-        mcp_fixture_states_free(m);
+        mcp_plugins_core_free(m);
         free(m);
 }

@@ -43,9 +43,18 @@ struct xb_mcp_opts {
         struct xb_server *core;            /* operations run on it; NULL: none (unit tests) */
         struct xb_http *router;            /* TRANSITION: operations not in the op table run here as REST */
         const struct xb_limits *defaults;  /* for the guide */
-        bool fixtures;                     /* the conformance suite's fixture tools, resources, prompts */
+        /* Opt-in plug-ins to serve too, by name, NULL-terminated, such as
+         * XB_FIXTURES_PLUGIN (tests/fixtures/mcp_fixtures.c). */
+        const char *const *plugins;
         size_t ntenants;                   /* tokens; tenant ids are 0..ntenants-1 */
 };
+
+/* The opt-in plug-in of the test build's conformance fixtures. */
+#define XB_FIXTURES_PLUGIN "conformance-fixtures"
+
+/* Whether this binary has the MCP plug-in called name (the conformance
+ * fixtures are only in the test build, build/execbox-test). */
+bool xb_mcp_has_plugin(const char *name);
 
 /* The core; err says why not. */
 int xb_mcp_new(const struct xb_mcp_opts *o, struct xb_mcp **ret, struct xb_err *err);

@@ -320,8 +320,8 @@ edit_take(struct xb_mcp_client *c, const char *sandbox, const char *path)
         return NULL;
 }
 
-void
-mcp_edits_free(struct xb_mcp_client *c)
+static void
+edits_free(struct xb_mcp_client *c)
 {
         for (struct edit_record *r = c->edits, *n; r; r = n) {
                 n = r->next;
@@ -332,6 +332,10 @@ mcp_edits_free(struct xb_mcp_client *c)
         }
         c->edits = NULL;
 }
+
+/* The undo history belongs to its context and goes with it. */
+static const struct mcp_plugin edits_plugin = { .name = "edits", .client_free = edits_free };
+MCP_PLUGIN(edits_plugin)
 
 /* A unified diff of one hunk: the changed lines between the common head
  * and tail of a and b, with context, at most DIFF_LINES_MAX each way. */

@@ -1,9 +1,11 @@
 /* Internals shared by the MCP core's files: mcp.c (JSON-RPC, lifecycle,
- * contexts, calls), mcp_op.c (the operations calls run), hints.c (error
- * texts and hints), mcp_tools.c (tools over operations), mcp_files.c
- * (read_file, edit_file), mcp_resources.c, mcp_fixtures.c (the
- * conformance suite's fixtures) and mcp_schema.c (argument checking).
- * Not for the fronts: they use mcp.h. */
+ * contexts, calls, prompts, completion), mcp_op.c (the operations calls
+ * run), hints.c (error texts and hints), mcp_tools.c (tools over
+ * operations), mcp_files.c (read_file, edit_file), mcp_resources.c,
+ * mcp_plugin.c (the plug-in registry) and mcp_schema.c (argument
+ * checking), and for the plug-ins, such as the conformance fixtures of the
+ * test build (tests/fixtures/mcp_fixtures.c). Not for the fronts: they
+ * use mcp.h. */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -60,15 +62,14 @@ struct xb_mcp_client {
         void *front;
 };
 
-struct mrtr_state;
+#define MCP_PLUGINS_MAX 8
 
 struct xb_mcp {
         struct xb_mcp_opts o;
         struct xb_mcp_client *clients;
         unsigned nclients;
         struct xb_mcp_client **tenants;
-        struct mrtr_state *states;    /* fixtures: request states handed out */
-        unsigned nstates;
+        void *plugin_state[MCP_PLUGINS_MAX];   /* by registration order (mcp_plugin_state) */
         bool closing;
 };
 
@@ -219,21 +220,58 @@ json_t *mcp_resource_templates(struct xb_mcp *m);
 /* A tool changed a file: notifications/resources/updated to a legacy
  * context subscribed to it. */
 void mcp_resource_changed(struct xb_mcp_call *call, const char *path);
-void mcp_edits_free(struct xb_mcp_client *c);
 /* "image/png" and the like from magic bytes; NULL if not an image we show. */
 const char *mcp_image_mime(const void *p, size_t n);
 
-/* ---- mcp_fixtures.c (only with --conformance-fixtures) ---- */
-json_t *mcp_fixture_tools(bool modern);
-/* True if name is a fixture tool: then it answered (or will). */
-bool mcp_fixture_call(struct xb_mcp_call *call, const char *name, json_t *args);
-json_t *mcp_fixture_resources(void);
-json_t *mcp_fixture_templates(void);
-/* True if uri is a fixture resource (answered). */
-bool mcp_fixture_read(struct xb_mcp_call *call, const char *uri);
-json_t *mcp_fixture_prompts(bool modern);
-bool mcp_fixture_prompt(struct xb_mcp_call *call, const char *name, json_t *args);
-void mcp_fixture_states_free(struct xb_mcp *m);
+/* ---- mcp_plugin.c: plug-ins ---- */
+
+/* A plug-in of the MCP core: more tools, resources and prompts, and state
+ * of its own per context or per core, so that the core names none of
+ * them. Each registers once per process before the first core is made
+ * (MCP_PLUGIN does it from a constructor). Every member may be NULL. An
+ * opt_in plug-in serves only cores whose xb_mcp_opts.plugins name it; the
+ * destructors run on every core and context all the same. */
+struct mcp_plugin {
+        const char *name;
+        bool opt_in;
+        /* A new array, listed before the catalog's tools: the conformance
+         * suite calls the first tool it finds. */
+        json_t *(*tools)(bool modern);
+        /* True if name is the plug-in's: then the call is answered, or will be. */
+        bool (*call)(struct xb_mcp_call *call, const char *name, json_t *args);
+        json_t *(*resources)(void);
+        json_t *(*templates)(void);
+        bool (*read)(struct xb_mcp_call *call, const char *uri);          /* as call */
+        json_t *(*prompts)(bool modern);
+        bool (*prompt)(struct xb_mcp_call *call, const char *name, json_t *args);
+        void (*client_free)(struct xb_mcp_client *c);
+        /* state is what mcp_plugin_state held for the core (maybe NULL). */
+        void (*core_free)(struct xb_mcp *m, void *state);
+};
+
+/* Aborts past MCP_PLUGINS_MAX: that is a build error, found at start. */
+void mcp_plugin_register(const struct mcp_plugin *p);
+#define MCP_PLUGIN(p)                                                                                               \
+        __attribute__((constructor)) static void mcp_plugin_register_##p(void)                                     \
+        {                                                                                                           \
+                mcp_plugin_register(&p);                                                                           \
+        }
+/* Where a registered plug-in keeps its state for core m; core_free gets it. */
+void **mcp_plugin_state(struct xb_mcp *m, const struct mcp_plugin *p);
+/* The served plug-ins' items, each a new array (maybe empty). */
+json_t *mcp_plugin_tools(struct xb_mcp *m, bool modern);
+json_t *mcp_plugin_resources(struct xb_mcp *m);
+json_t *mcp_plugin_templates(struct xb_mcp *m);
+json_t *mcp_plugin_prompts(struct xb_mcp *m, bool modern);
+/* True if a served plug-in took the request: it is answered, or will be. */
+bool mcp_plugin_call(struct xb_mcp_call *call, const char *name, json_t *args);
+bool mcp_plugin_read(struct xb_mcp_call *call, const char *uri);
+bool mcp_plugin_prompt(struct xb_mcp_call *call, const char *name, json_t *args);
+/* Every plug-in's destructors, for a context or a core going away. */
+void mcp_plugins_client_free(struct xb_mcp_client *c);
+void mcp_plugins_core_free(struct xb_mcp *m);
+/* -ENOENT, with a message, if o->plugins names one not in this binary. */
+int mcp_plugins_check(const struct xb_mcp_opts *o, struct xb_err *err);
 
 /* ---- mcp_schema.c ---- */
 /* Check a tool's arguments against its input schema (the strict subset

@@ -120,16 +120,10 @@ cacheable(const struct xb_mcp_call *call, json_t *result, int ttl_ms, const char
 static void
 m_tools_list(struct xb_mcp_call *call)
 {
-        json_t *tools = mcp_tools_list(call->m);
+        json_t *tools = mcp_plugin_tools(call->m, call->modern);
 
-        if (call->m->o.fixtures) {
-                json_t *fx = mcp_fixture_tools(call->modern);
-
-                /* Fixtures first: the suite calls the first tool it finds. */
-                json_array_extend(fx, tools);
-                json_decref(tools);
-                tools = fx;
-        }
+        /* Plug-ins' first: the conformance suite calls the first tool it finds. */
+        mcp_extend(tools, mcp_tools_list(call->m));
         mcp_result(call, cacheable(call, json_pack("{s:o}", "tools", tools), 300000, "public"));
 }
 
@@ -148,7 +142,7 @@ m_tools_call(struct xb_mcp_call *call)
                 return;
         }
         call->args = json_is_object(args) ? json_incref(args) : json_object();
-        if (call->m->o.fixtures && mcp_fixture_call(call, name, call->args))
+        if (mcp_plugin_call(call, name, call->args))
                 return;
         call->tool = xb_catalog_find(name);
         if (!call->tool) {
@@ -176,7 +170,7 @@ m_resources_read(struct xb_mcp_call *call)
                 mcp_fail(call, -32602, "resources/read needs params.uri", NULL, 200);
                 return;
         }
-        if (call->m->o.fixtures && mcp_fixture_read(call, uri))
+        if (mcp_plugin_read(call, uri))
                 return;
         mcp_resources_read(call, uri);
 }
@@ -186,8 +180,7 @@ m_templates(struct xb_mcp_call *call)
 {
         json_t *t = mcp_resource_templates(call->m);
 
-        if (call->m->o.fixtures)
-                mcp_extend(t, mcp_fixture_templates());
+        mcp_extend(t, mcp_plugin_templates(call->m));
         mcp_result(call, cacheable(call, json_pack("{s:o}", "resourceTemplates", t), 300000, "public"));
 }
 
@@ -225,8 +218,7 @@ m_prompts_list(struct xb_mcp_call *call)
                               "How to use the execbox sandbox tools well: what is installed, the limits, and tips. "
                               "Read it before the first command.");
 
-        if (call->m->o.fixtures)
-                mcp_extend(p, mcp_fixture_prompts(call->modern));
+        mcp_extend(p, mcp_plugin_prompts(call->m, call->modern));
         mcp_result(call, cacheable(call, json_pack("{s:o}", "prompts", p), 300000, "public"));
 }
 
@@ -254,7 +246,7 @@ m_prompts_get(struct xb_mcp_call *call)
                                 return;
                         }
         }
-        if (call->m->o.fixtures && mcp_fixture_prompt(call, name, args))
+        if (mcp_plugin_prompt(call, name, args))
                 return;
         if (!strcmp(name, "execbox_guide")) {
                 _cleanup_free_ char *g = mcp_guide(call->m);

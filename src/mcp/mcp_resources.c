@@ -96,8 +96,7 @@ list_resources(struct xb_mcp_call *call, json_t *j)
 
         json_array_append_new(res, json_pack("{s:s,s:s,s:s,s:s}", "uri", "execbox://guide", "name", "guide", "title",
                                              "The execbox usage guide", "mimeType", "text/markdown"));
-        if (call->m->o.fixtures)
-                mcp_extend(res, mcp_fixture_resources());
+        mcp_extend(res, mcp_plugin_resources(call->m));
         json_array_foreach(json_object_get(j, "entries"), i, e) {
                 const char *p = json_string_value(json_object_get(e, "path"));
                 char *uri;

@@ -2,7 +2,7 @@
  * writes requests and validates replies. Init's replies are untrusted: the
  * parser checks every field's key, length and range, the number of fds,
  * and each listing entry, and refuses anything else. Pure code: no paths
- * are opened here (the fds arrive from init; server/files.c checks them). */
+ * are opened here (the fds arrive from init; core/files.c checks them). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

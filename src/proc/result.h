@@ -1,5 +1,5 @@
-/* Verdicts and the result of one command, shared by `execbox run` and the
- * server's exec. */
+/* Verdicts and the result of one command, shared by `execbox run`
+ * (proc/run.c) and the daemon's processes (core/proc.c). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* One-shot runs: a sandbox, one command, its output, its verdict.
  *
- * Theory of operation. The daemon side (this process) makes the pipes,
+ * Theory of operation. The host side (this process) makes the pipes,
  * keeps the read ends and hands the write ends to the sandbox's setup
  * child, which starts the command itself while init starts (init adopts
  * it). It closes its copies once the sandbox is started, so EOF means
@@ -479,9 +479,8 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         xb_engine_reap_stale(e);
 
         /* The streams own the read ends from here on. */
-        r->out = (struct stream){ .fd = outp[0], .target = o->capture ? -1 : o->out_fd, .buf = &res->out };
-        r->err = (struct stream){ .fd = errp[0], .target = o->capture ? -1 : o->err_fd, .buf = &res->err };
-        outp[0] = errp[0] = -1;
+        r->out = (struct stream){ .fd = TAKE_FD(outp[0]), .target = o->capture ? -1 : o->out_fd, .buf = &res->out };
+        r->err = (struct stream){ .fd = TAKE_FD(errp[0]), .target = o->capture ? -1 : o->err_fd, .buf = &res->err };
         xb_set_nonblock(r->out.fd, true);
         xb_set_nonblock(r->err.fd, true);
         r->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -501,8 +500,7 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
                 ep_add(r->ep, xb_cgroup_oom_fd(r->sb->cg), EPOLLIN, EV_OOM);
         if (inp[1] >= 0) {
                 r->in.src = o->stdin_fd;
-                r->in.dst = inp[1];
-                inp[1] = -1;
+                r->in.dst = TAKE_FD(inp[1]);
                 r->in.dst_closed = false;
                 xb_set_nonblock(r->in.dst, true);
                 /* Regular files and /dev/null cannot be polled: they are always readable. */

@@ -46,7 +46,7 @@ enum xb_msg_key {
 #define XB_SPAWN_STDIN 0x1u   /* an fd for stdin is attached */
 #define XB_SPAWN_STDOUT 0x2u  /* an fd for stdout is attached */
 #define XB_SPAWN_STDERR 0x4u  /* an fd for stderr is attached */
-#define XB_SPAWN_NEWSESSION 0x8u /* setsid(); always set by the daemon today */
+#define XB_SPAWN_NEWSESSION 0x8u /* setsid(); sent always, and xb_exec_child does it anyway */
 #define XB_SPAWN_LAST 0x10u     /* one-shot: init exits (ending the sandbox) once this command has */
 /* XB_REQ_SIGNAL flags. */
 #define XB_SIG_GROUP 0x1u     /* signal the process group, not just the process */

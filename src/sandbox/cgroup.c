@@ -364,24 +364,16 @@ mkgroup(int parent, const char *name)
 static void
 arm_oom_v1(struct xb_cgroup *cg)
 {
+        _cleanup_close_ int ctl = openat(cg->v1[CTL_MEMORY], "memory.oom_control", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        _cleanup_close_ int evc = openat(cg->v1[CTL_MEMORY], "cgroup.event_control", O_WRONLY | O_CLOEXEC);
         char s[64];
-        int efd, ctl, evc;
 
-        ctl = openat(cg->v1[CTL_MEMORY], "memory.oom_control", O_RDONLY | O_CLOEXEC);
-        efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        evc = openat(cg->v1[CTL_MEMORY], "cgroup.event_control", O_WRONLY | O_CLOEXEC);
         snprintf(s, sizeof(s), "%d %d", efd, ctl);
         if (ctl >= 0 && efd >= 0 && evc >= 0 && write(evc, s, strlen(s)) > 0) {
-                cg->oom_fd = efd;
-                cg->oom_ctl_fd = ctl;
-        } else {
-                if (ctl >= 0)
-                        close(ctl);
-                if (efd >= 0)
-                        close(efd);
+                cg->oom_fd = TAKE_FD(efd);
+                cg->oom_ctl_fd = TAKE_FD(ctl);
         }
-        if (evc >= 0)
-                close(evc);
 }
 
 /* Which v1 hierarchies a group uses. */
@@ -739,22 +731,18 @@ int
 xb_cgroup_sys_names(struct xb_cgroup_sys *sys, void (*fn)(const char *name, void *data), void *data)
 {
         int root = sys->v2_root >= 0 ? sys->v2_root : sys->v1_root[CTL_MEMORY];
-        int fd = root >= 0 ? openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_close_ int fd = root >= 0 ? openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
+        _cleanup_closedir_ DIR *d = xb_take_fdopendir(&fd);
         size_t plen = strlen(sys->prefix);
         struct dirent *de;
         int n = 0;
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        if (!d)
                 return -errno;
-        }
         while ((de = readdir(d)))
                 if (strncmp(de->d_name, sys->prefix, plen) == 0 && de->d_name[plen] == '-') {
                         fn(de->d_name + plen + 1, data);
                         n++;
                 }
-        closedir(d);
         return n;
 }

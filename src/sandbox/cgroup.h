@@ -1,7 +1,9 @@
 /* Per-sandbox cgroups on v2, v1 and hybrid hosts: create, limit, attach,
- * kill, read usage, remove. Backends are vtables chosen once per process by
- * xb_cgroup_sys_open(). Does not know about namespaces or processes beyond
- * pids to attach and kill. */
+ * kill, read usage, remove. xb_cgroup_sys_open() picks the backend once
+ * per process; each operation then branches on it, since a hybrid host
+ * mixes both (v1 controllers, a v2 companion for cgroup.kill and
+ * cpu.stat). Does not know about namespaces or processes beyond pids to
+ * attach and kill. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

@@ -65,21 +65,19 @@ static int copy_entry(int sdir, int ddir, const char *name, int depth, struct bu
 static int
 copy_dir(int sdir, int ddir, const char *name, mode_t mode, int depth, struct budget *b)
 {
+        _cleanup_close_ int src = -EBADF, dst = -EBADF;
         _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_close_ int dst = -1;
-        int src, r = 0;
         struct dirent *de;
+        int r = 0;
 
         if (depth > 8)
                 return -ELOOP;
         src = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
                 return -errno;
-        d = fdopendir(src);
-        if (!d) {
-                close(src);
+        d = xb_take_fdopendir(&src);
+        if (!d)
                 return -errno;
-        }
         if (mkdirat(ddir, name, 0755) < 0 && errno != EEXIST)
                 return -errno;
         dst = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -167,9 +165,9 @@ copy_allowed(int etc, int ddir, const char *rel, struct budget *b)
 static int
 rm_rf_at(int dir, const char *name, int depth)
 {
+        _cleanup_close_ int fd = -EBADF;
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        int fd;
 
         if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
                 return 0;
@@ -180,11 +178,9 @@ rm_rf_at(int dir, const char *name, int depth)
         fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                close(fd);
+        d = xb_take_fdopendir(&fd);
+        if (!d)
                 return -errno;
-        }
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
                         rm_rf_at(dirfd(d), de->d_name, depth + 1);
@@ -272,15 +268,12 @@ set_current(int root, const char *view)
 static void
 retire_others(int root, const char *current)
 {
-        int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_close_ int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = xb_take_fdopendir(&fd);
         struct dirent *de;
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d))) {
                 char marker[300];
                 struct stat st;
@@ -296,7 +289,6 @@ retire_others(int root, const char *current)
                 } else if (time(NULL) - st.st_mtime > XB_ETCVIEW_KEEP_S)
                         rm_rf_at(root, de->d_name, 0);
         }
-        closedir(d);
 }
 
 int

@@ -4,11 +4,14 @@
  * host entries (xb_etc_allowlist). One bind instead of forty keeps a
  * sandbox start fast (each mount(2) costs about 20 us).
  *
- * The view lives under the runtime directory and is rebuilt when the host
- * entries change (their top-level status differs from the stamp) or when it
- * is older than XB_ETCVIEW_MAX_AGE_S; a view found current less than
- * XB_ETCVIEW_RECHECK_S ago is used without checking again. Rebuilds are atomic (build aside,
- * then exchange), so concurrent processes never see half a view. */
+ * Views live under the runtime directory, each named by a hash of what it
+ * depends on (the allowlisted host entries' identity and times, and the
+ * user's uid), and "etc" is a symlink to the current one. A change on the
+ * host makes a new view; one found current less than XB_ETCVIEW_RECHECK_S
+ * ago is used without checking again. A view is built aside and renamed
+ * into place, and the symlink replaced by rename, so concurrent processes
+ * never see half a view. Views no longer current are removed once retired
+ * for XB_ETCVIEW_KEEP_S, longer than any sandbox that binds one lives. */
 #pragma once
 #include "base/err.h"
 

@@ -2,13 +2,13 @@
  * setup ops. Building the plan is pure (unit-tested): it decides what the
  * "host" image contains. Opening sources and executing happen in the
  * sandbox's setup child, relative to the new root (the cwd), before
- * new root (the cwd), before pivot_root.
+ * pivot_root.
  *
  * The host image: host /usr read-only with the merged-usr links, /etc as
  * one read-only bind of the prepared view (etcview.h: generated files plus
- * the allowlisted host entries), a fresh
- * /proc with Docker's masked and read-only paths, a minimal /dev, writable
- * size-capped /tmp and /home/user, then the caller's binds. */
+ * the allowlisted host entries), a fresh /proc with Docker's masked and
+ * read-only paths, a minimal /dev, writable size-capped /tmp and
+ * /home/user, then the caller's binds. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>

@@ -34,21 +34,19 @@ extern const char xb_init_hash[];
 int
 xb_runtime_open(const char *dir, struct xb_err *err)
 {
+        _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        int fd;
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return xb_err_set(err, errno, "create %s", dir);
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return xb_err_set(err, errno, "open %s", dir);
-        if (fstat(fd, &st) < 0 || st.st_uid != 0) {
-                close(fd);
+        if (fstat(fd, &st) < 0 || st.st_uid != 0)
                 return xb_err_msg(err, EPERM, "%s is not owned by root; remove it and try again", dir);
-        }
         if ((st.st_mode & 07777) != 0700)
                 fchmod(fd, 0700);
-        return fd;
+        return TAKE_FD(fd);
 }
 
 static bool
@@ -66,15 +64,12 @@ image_ok(int fd, size_t size)
 static void
 remove_stale(int dirfd, const char *keep)
 {
-        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_close_ int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = xb_take_fdopendir(&fd);
         struct dirent *de;
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d))) {
                 struct stat st;
 
@@ -82,7 +77,6 @@ remove_stale(int dirfd, const char *keep)
                     fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && time(NULL) - st.st_mtime > 3600)
                         unlinkat(dirfd, de->d_name, 0);
         }
-        closedir(d);
 }
 
 int
@@ -90,28 +84,31 @@ xb_runtime_init_image(int dirfd, struct xb_err *err)
 {
         size_t size = (size_t)(xb_init_image_end - xb_init_image);
         char name[64], tmp[96];
-        int fd;
 
         snprintf(name, sizeof(name), "init-%s", xb_init_hash);
-        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0 && image_ok(fd, size))
-                return fd;
-        if (fd >= 0)
-                close(fd);
+        {
+                _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+                if (fd >= 0 && image_ok(fd, size))
+                        return TAKE_FD(fd);
+        }
 
         snprintf(tmp, sizeof(tmp), ".%s.%d", name, (int)getpid());
         unlinkat(dirfd, tmp, 0);
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
-        if (fd < 0)
-                return xb_err_set(err, errno, "write the init image");
-        if (xb_write_all(fd, xb_init_image, size) < 0 || fchmod(fd, XB_INIT_MODE) < 0 || fsync(fd) < 0) {
-                int e = errno;
+        {
+                /* Closed before the rename: a file open for writing cannot be run (ETXTBSY). */
+                _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                                0500);
 
-                close(fd);
-                unlinkat(dirfd, tmp, 0);
-                return xb_err_set(err, e, "write the init image");
+                if (fd < 0)
+                        return xb_err_set(err, errno, "write the init image");
+                if (xb_write_all(fd, xb_init_image, size) < 0 || fchmod(fd, XB_INIT_MODE) < 0 || fsync(fd) < 0) {
+                        int e = errno;
+
+                        unlinkat(dirfd, tmp, 0);
+                        return xb_err_set(err, e, "write the init image");
+                }
         }
-        close(fd);
         if (renameat(dirfd, tmp, dirfd, name) < 0) {
                 int e = errno;
 
@@ -119,11 +116,11 @@ xb_runtime_init_image(int dirfd, struct xb_err *err)
                 return xb_err_set(err, e, "install the init image");
         }
         remove_stale(dirfd, name);
-        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || !image_ok(fd, size)) {
-                if (fd >= 0)
-                        close(fd);
-                return xb_err_msg(err, EIO, "the init image in the runtime directory is not as written");
+        {
+                _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+                if (fd < 0 || !image_ok(fd, size))
+                        return xb_err_msg(err, EIO, "the init image in the runtime directory is not as written");
+                return TAKE_FD(fd);
         }
-        return fd;
 }

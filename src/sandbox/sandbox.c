@@ -404,7 +404,8 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         struct xb_cgroup_limits cl;
         struct clone_args ca = { 0 };
         struct xb_cgroup_join join = { .clone_fd = -1, .tasks = { -1, -1, -1, -1, -1 } };
-        int sv[2] = { -1, -1 }, pidfd = -1, r;
+        _cleanup_close_ int sock = -EBADF, child_sock = -EBADF;   /* the init socket's two ends */
+        int sv[2], pidfd = -1, r;
         bool have_slot = false;
         pid_t pid;
 
@@ -470,6 +471,8 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 r = xb_err_set(err, errno, "socketpair");
                 goto fail;
         }
+        sock = sv[0];
+        child_sock = sv[1];
 
         /* No CLONE_NEWNET: the child unshares it in parallel with our work below. */
         ca.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_PIDFD;
@@ -485,19 +488,17 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 goto fail;
         }
         if (pid == 0) {
-                struct child_args a = { .sock = sv[1], .init_fd = e->init_fd, .plan = &plan,
+                struct child_args a = { .sock = child_sock, .init_fd = e->init_fd, .plan = &plan,
                                         .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
                                         .nbinds = cfg->nbinds };
 
-                close(sv[0]);
+                close(sock);
                 child_main(&a);
         }
-        close(sv[1]);
-        sv[1] = -1;
+        close(TAKE_FD(child_sock));
         sb->pid = pid;
         sb->pidfd = pidfd;
-        sb->sock = sv[0];
-        sv[0] = -1;
+        sb->sock = TAKE_FD(sock);
         xb_mountplan_free(&plan);
         free_binds(binds, cfg->nbinds);
         binds = NULL;
@@ -546,10 +547,6 @@ fail_child:
         return r;
 fail:
         xb_cgroup_join_close(&join);
-        if (sv[0] >= 0)
-                close(sv[0]);
-        if (sv[1] >= 0)
-                close(sv[1]);
         xb_mountplan_free(&plan);
         free_binds(binds, cfg->nbinds);
         xb_cgroup_destroy(sb->cg);

@@ -2,9 +2,12 @@
  * the execbox init as pid 1 speaking the init protocol on a socket.
  *
  * Theory of operation. xb_sandbox_start() clones a setup child into new
- * user, pid, mount, net, uts and ipc namespaces (cgroup after it joins its
- * group). The daemon writes the uid and gid maps and attaches the child to
- * the cgroup, then sends one "go" datagram. The child builds the root from
+ * user, pid, mount, uts and ipc namespaces, born in the sandbox's v2 cgroup
+ * where there is one (CLONE_INTO_CGROUP). The child unshares its network
+ * namespace while the daemon makes the v1 groups and writes the uid and gid
+ * maps; the daemon then sends one "go" datagram with the v1 `tasks` files,
+ * which the child joins itself (cgroup.h says why) before it unshares its
+ * cgroup namespace. The child builds the root from
  * the mount plan, pivots into it, brings loopback up, drops capabilities to
  * Docker's set, sets no_new_privs, Landlock and seccomp, and execs the init
  * image (a fresh static program, never a fork of the daemon's memory). From

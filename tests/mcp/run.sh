@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make mcp-test: real MCP clients, written by nobody on this team, against
-# execbox. Run with EXECBOX=/path/to/execbox, as root.
+# execbox. Run with EXECBOX=/path/to/execbox-test (the test build, which
+# has the conformance fixtures; `make mcp-test` passes it), as root.
 #
 #   1. the official conformance suite 0.1.16 (every scenario, --suite all)
 #      against `execbox serve --conformance-fixtures --no-auth`, with
