@@ -627,7 +627,13 @@ stream_wake(struct xb_stream *s)
 {
         if (s->waiting && s->req) {
                 s->waiting = false;
-                xb_req_resume(s->req);
+                /* Not xb_req_resume: that stops the watch for the client
+                 * leaving, and the reader parks the connection again once
+                 * this is sent; a client that left then would go unseen. */
+                if (s->req->suspended) {
+                        conn_resume(s->req);
+                        mark_run(s->req->http);
+                }
         }
 }
 
