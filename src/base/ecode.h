@@ -22,6 +22,8 @@
         X(TOO_MANY_SANDBOXES, "too_many_sandboxes")                   \
         X(INVALID_MOUNT, "invalid_mount")                             \
         X(INVALID_TEMPLATE, "invalid_request")                        \
+        X(INVALID_METADATA, "invalid_request")                        \
+        X(METADATA_TOO_LARGE, "invalid_request")                      \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
         X(PROCESS_FINISHED, "process_finished")                       \
@@ -35,6 +37,9 @@
         X(STDIN_CLOSED, "stdin_closed")                               \
         X(BAD_SIGNAL, "invalid_request")                              \
         X(BAD_OFFSETS, "invalid_request")                             \
+        X(INVALID_COMMAND, "invalid_request")      /* exec's arguments */ \
+        X(INVALID_PROCESS_START, "invalid_request")                   \
+        X(INVALID_STDIN, "invalid_request")                           \
         /* files */                                                   \
         X(MISSING_PATH, "missing_path")                               \
         X(INVALID_PATH, "invalid_path")                               \

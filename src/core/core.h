@@ -99,6 +99,9 @@ struct xb_sbx {
         struct xb_timer expiry;
         struct xb_io sock_io, pidfd_io;
         uint32_t next_tag;
+        struct xb_pending *pending;   /* owners of init's tags, sorted by tag (xb_sbx_pending_add) */
+        unsigned npending, pending_cap;
+        unsigned nwaiting;            /* clients waiting on its work (xb_sbx_wait_begin) */
         struct xb_proc *procs;        /* linked by next */
         unsigned nprocs;
         struct xb_fileop *fileops;    /* pending file operations, by tag */
@@ -124,11 +127,36 @@ void xb_sbx_ref(struct xb_sbx *x);
 void xb_sbx_unref(struct xb_sbx *x);
 uint32_t xb_sbx_tag(struct xb_sbx *x);
 json_t *xb_sbx_json(const struct xb_sbx *x);
+
+/* Pending tags: whoever asks init for work (a spawn, a file operation)
+ * takes a tag with its callbacks, and init's events for that tag reach
+ * them; the registry never names its users. Any callback may be NULL.
+ * died runs once when the sandbox goes (why: its error, or NULL when none
+ * was given) and the tag is gone after it; other callbacks may run any
+ * number of times until xb_sbx_pending_del. */
+struct xb_pending_ops {
+        void (*spawned)(void *ctx, pid_t pid);
+        void (*exited)(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb);
+        void (*error)(void *ctx, int errnum, const char *stage);
+        /* fds are the callee's (it closes them). */
+        void (*file)(void *ctx, const struct xb_init_event *ev, int *fds, size_t nfds);
+        void (*died)(void *ctx, const char *why);
+};
+/* A new tag for ops and ctx (borrowed until deleted); 0 when out of memory. */
+uint32_t xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx);
+/* Forget tag; a tag not in the table (died already ran) is ignored. */
+void xb_sbx_pending_del(struct xb_sbx *x, uint32_t tag);
+/* A client waits on the sandbox's work (a command, a read): expiry waits
+ * for it. Every begin has one end. */
+void xb_sbx_wait_begin(struct xb_sbx *x);
+void xb_sbx_wait_end(struct xb_sbx *x);
 void xb_sbx_foreach(struct xb_server *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
 void xb_pool_fill(struct xb_server *s);
 void xb_sbx_destroy_all(struct xb_server *s);
 
-/* ---- processes (proc.c) ---- */
+/* ---- processes (proc.c, proc_wait.c) ---- */
+struct xb_call;
+
 struct xb_proc_spec {
         char **argv;                  /* owned by the caller until spawn copies what it needs */
         char **env;                   /* complete environment */
@@ -142,41 +170,43 @@ struct xb_proc_spec {
         bool keep_stdin;              /* background processes: stdin stays open */
 };
 
+/* Ask init to spawn; NULL with err (its ecode set) when it cannot be asked.
+ * Whether the spawn worked comes later (xb_proc_exec, xb_proc_wait_spawn). */
 struct xb_proc *xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background,
                               struct xb_err *err);
 struct xb_proc *xb_proc_find(struct xb_sbx *x, pid_t pid);
-/* Wait for the result on req (exec): replies when done, or "running" at the
- * soft timeout; streams SSE when stream is true. */
-void xb_proc_attach_exec(struct xb_proc *p, struct xb_req *req, bool stream);
-/* POST /processes: reply 201 once init confirms the spawn (or its error). */
-void xb_proc_attach_start(struct xb_proc *p, struct xb_req *req);
-/* Reply with the result once the process has exited (or at timeout_ms). */
-void xb_proc_attach_wait(struct xb_proc *p, struct xb_req *req, uint64_t timeout_ms);
+/* Run p for c (exec): events "start" ({cmd}), then "stdout" and "stderr"
+ * ({data}) when c wants events; then the result, the spawn's error, or at
+ * the soft timeout the result so far (status "running", with offsets),
+ * after which p runs on in the background. Cancelling c kills p unless it
+ * went to the background. */
+void xb_proc_exec(struct xb_proc *p, struct xb_call *c);
+/* Done with xb_proc_json once init confirms the spawn, or its error (or
+ * XB_E_SANDBOX_GONE). Cancelling c leaves p running. */
+void xb_proc_wait_spawn(struct xb_proc *p, struct xb_call *c);
+/* Done with the result once p has finished, or at timeout_ms (0: none)
+ * with the result so far and "waited": true. Cancelling leaves p running. */
+void xb_proc_wait(struct xb_proc *p, struct xb_call *c, uint64_t timeout_ms);
 json_t *xb_proc_json(const struct xb_proc *p, bool with_output);
 json_t *xb_proc_list_json(struct xb_sbx *x);
 pid_t xb_proc_pid(const struct xb_proc *p);
 /* Output from byte offsets: {"stdout", "stderr", offsets, dropped, running}. */
 json_t *xb_proc_output_json(const struct xb_proc *p, uint64_t out_off, uint64_t err_off, size_t max);
-/* Long-poll: reply with output past the offsets as soon as there is some. */
-void xb_proc_attach_read(struct xb_proc *p, struct xb_req *req, uint64_t out_off, uint64_t err_off,
-                         size_t max, uint64_t wait_ms);
+/* Long-poll: done with output past the offsets as soon as there is some,
+ * the process finished, or wait_ms passed (0: at once). */
+void xb_proc_read(struct xb_proc *p, struct xb_call *c, uint64_t out_off, uint64_t err_off, size_t max,
+                  uint64_t wait_ms);
+/* -errno with err (XB_E_STDIN_CLOSED) when stdin is closed or backed up. */
 int xb_proc_write_stdin(struct xb_proc *p, const char *data, size_t len, bool close_after, struct xb_err *err);
 int xb_proc_signal(struct xb_proc *p, int signo);
+/* Kill p if it runs, and drop it once it has ended. */
 void xb_proc_forget(struct xb_proc *p);
-/* Init events for processes. */
-void xb_proc_on_spawned(struct xb_sbx *x, uint32_t tag, pid_t pid);
-void xb_proc_on_exited(struct xb_sbx *x, uint32_t tag, int status, uint64_t cpu_us, uint64_t maxrss_kb);
-void xb_proc_on_error(struct xb_sbx *x, uint32_t tag, int errnum, const char *stage);
-/* The sandbox died: every process ends as killed. */
-void xb_proc_sandbox_died(struct xb_sbx *x);
 bool xb_proc_running(const struct xb_proc *p);
-/* A client is waiting on some command of this sandbox. */
-bool xb_proc_any_waited(const struct xb_sbx *x);
 bool xb_sessions_any_waited(const struct xb_sbx *x);
 static inline bool
 xb_sbx_busy(const struct xb_sbx *x)
 {
-        return xb_proc_any_waited(x) || xb_sessions_any_waited(x);
+        return x->nwaiting > 0 || xb_sessions_any_waited(x);
 }
 
 /* ---- files (files.c) ---- */
@@ -188,7 +218,6 @@ void xb_fileop_sandbox_died(struct xb_sbx *x);
 void xb_api_bad_request(struct xb_req *r, const struct xb_err *err, const char *hint);
 /* The sandbox named by path parameter 0, or a 404 reply and NULL. */
 struct xb_sbx *xb_api_sandbox(struct xb_req *r);
-json_t *xb_api_result_json(const struct xb_result *res, pid_t pid);
 /* The plugin APIs' sandbox: one per tenant, made on first use; or a reply and NULL. */
 struct xb_sbx *xb_default_sandbox(struct xb_req *r);
 

@@ -1,5 +1,5 @@
-/* Processes in a sandbox: spawn through init, pipes, output, timeouts,
- * verdicts, and the requests waiting on them.
+/* Processes in a sandbox: spawn through init, pipes, output, stdin,
+ * timeouts and verdicts. The calls waiting on them are proc_wait.c's.
  *
  * Theory of operation. The server makes each process's pipes, passes the
  * write ends to init with the spawn request and closes its own copies; the
@@ -7,83 +7,38 @@
  * buffers (struct xb_outbuf), which answer both the final result and reads
  * by absolute byte offset. A process "finishes" once init reports its exit
  * and its pipes reach EOF, or XB_DRAIN_MS after the exit if a background
- * child still holds them. Waiters: at most one exec request (plain or SSE),
- * any number of wait and long-poll read requests. */
+ * child still holds them. Init's events reach a process through its
+ * pending tag (xb_sbx_pending_add), which it holds until it is unlinked. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/fd.h"
-#include "base/log.h"
-#include "base/utf8.h"
-#include "proc/env.h"
 #include "proc/initc.h"
 #include "proc/run.h"
-#include "core/core.h"
+#include "core/proc_int.h"
 
 #define STDIN_BACKLOG_MAX (4u << 20)
 #define READ_CHUNK 65536
 
-enum waiter_kind { W_WAIT, W_READ };
-
-struct waiter {
-        struct waiter *next;
-        struct xb_proc *proc;
-        struct xb_req *req;
-        enum waiter_kind kind;
-        uint64_t out_off, err_off;
-        size_t max;
-        struct xb_timer timer;
-};
-
-struct xb_proc {
-        struct xb_proc *next;
-        struct xb_defer defer;        /* proc_free */
-        struct xb_sbx *sbx;
-        uint32_t tag;
-        pid_t pid;
-        char cmd[256];
-        bool background;
-        bool spawned, exited, finished, forgotten;
-        int status;
-        int spawn_errno;
-        char spawn_stage[64];
-        bool timed_out, killed_by_request;
-        uint64_t oom_before;
-        uint64_t start_ms, end_ms, cpu_us, maxrss;
-        uint64_t timeout_ms, yield_ms;
-        struct xb_outbuf out, err;
-        int out_fd, err_fd, in_fd;
-        struct xb_io out_io, err_io, in_io;
-        struct xb_buf stdin_buf;
-        bool stdin_close;            /* close stdin once stdin_buf drains */
-        struct xb_timer hard, soft, drain;
-        struct xb_result result;     /* valid once finished */
-        /* the exec request, if any */
-        struct xb_req *exec_req;
-        bool exec_stream;
-        struct xb_stream *stream;
-        struct xb_req *start_req;    /* POST /processes waits for the spawn */
-        struct waiter *waiters;
-};
-
 static void finish(struct xb_proc *p);
-static void prune_finished(struct xb_sbx *x);
-static void notify_readers(struct xb_proc *p);
 
 bool
 xb_proc_running(const struct xb_proc *p)
 {
         return !p->finished;
+}
+
+pid_t
+xb_proc_pid(const struct xb_proc *p)
+{
+        return p->pid;
 }
 
 struct xb_proc *
@@ -95,13 +50,15 @@ xb_proc_find(struct xb_sbx *x, pid_t pid)
         return NULL;
 }
 
-static struct xb_proc *
-find_tag(struct xb_sbx *x, uint32_t tag)
+json_t *
+xb_proc_list_json(struct xb_sbx *x)
 {
+        json_t *a = json_array();
+
         for (struct xb_proc *p = x->procs; p; p = p->next)
-                if (p->tag == tag)
-                        return p;
-        return NULL;
+                if (p->spawned && !p->forgotten)
+                        json_array_append_new(a, xb_proc_json(p, false));
+        return a;
 }
 
 static void
@@ -125,18 +82,22 @@ proc_free(void *data)
         free(p);
 }
 
-/* Drop a finished process from its sandbox. */
-static void
-unlink_proc(struct xb_proc *p)
+void
+proc_unlink(struct xb_proc *p)
 {
         struct xb_sbx *x = p->sbx;
 
+        /* A sink that starts new work from inside finish() can prune p first. */
+        if (p->unlinked)
+                return;
+        p->unlinked = true;
         for (struct xb_proc **pp = &x->procs; *pp; pp = &(*pp)->next)
                 if (*pp == p) {
                         *pp = p->next;
                         x->nprocs--;
                         break;
                 }
+        xb_sbx_pending_del(x, p->tag);
         xb_timer_stop(&p->hard);
         xb_timer_stop(&p->soft);
         xb_timer_stop(&p->drain);
@@ -146,286 +107,23 @@ unlink_proc(struct xb_proc *p)
         xb_loop_defer(x->srv->loop, &p->defer, proc_free, p);
 }
 
-/* ---- JSON ---- */
-
-static json_t *
-text_json(const struct xb_outbuf *b, const char *what)
-{
-        size_t len, clean_len;
-        _cleanup_free_ char *raw = xb_outbuf_render(b, what, &len);
-        _cleanup_free_ char *clean = raw ? xb_utf8_sanitize(raw, len, &clean_len) : NULL;
-
-        return clean ? json_stringn(clean, clean_len) : json_string("");
-}
-
-json_t *
-xb_api_result_json(const struct xb_result *res, pid_t pid)
-{
-        json_t *o = json_object();
-
-        json_object_set_new(o, "status", json_string(xb_status_name(res->status)));
-        json_object_set_new(o, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
-        json_object_set_new(o, "signal", !res->exited && res->signal ? json_integer(res->signal) : json_null());
-        json_object_set_new(o, "stdout", text_json(&res->out, "stdout"));
-        json_object_set_new(o, "stderr", text_json(&res->err, "stderr"));
-        json_object_set_new(o, "stdout_truncated", json_boolean(xb_outbuf_truncated(&res->out)));
-        json_object_set_new(o, "stderr_truncated", json_boolean(xb_outbuf_truncated(&res->err)));
-        json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)res->out.total));
-        json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)res->err.total));
-        json_object_set_new(o, "duration_ms", json_integer((json_int_t)res->wall_ms));
-        json_object_set_new(o, "cpu_ms", json_integer((json_int_t)res->cpu_ms));
-        json_object_set_new(o, "peak_memory", json_integer((json_int_t)res->peak_memory));
-        if (pid > 0)
-                json_object_set_new(o, "pid", json_integer(pid));
-        return o;
-}
-
-/* The result so far, for a process still running (soft timeout, status). */
-static json_t *
-running_json(const struct xb_proc *p)
-{
-        struct xb_result r = { .status = XB_ST_RUNNING, .out = p->out, .err = p->err,
-                               .wall_ms = xb_now_ms() - p->start_ms };
-        json_t *o = xb_api_result_json(&r, p->pid);
-
-        json_object_set_new(o, "stdout_offset", json_integer((json_int_t)p->out.total));
-        json_object_set_new(o, "stderr_offset", json_integer((json_int_t)p->err.total));
-        json_object_set_new(o, "hint", json_string("the command is still running; read more output with GET "
-                                                   "/v1/sandboxes/{id}/processes/{pid}/output?stdout_offset=N&"
-                                                   "stderr_offset=M, or wait with POST .../processes/{pid}/wait"));
-        return o;
-}
-
-json_t *
-xb_proc_json(const struct xb_proc *p, bool with_output)
-{
-        json_t *o;
-
-        if (p->finished && with_output)
-                o = xb_api_result_json(&p->result, p->pid);
-        else if (p->finished) {
-                o = json_pack("{s:s,s:o,s:o}", "status", xb_status_name(p->result.status), "exit_code",
-                              p->result.exited ? json_integer(p->result.exit_code) : json_null(), "signal",
-                              !p->result.exited ? json_integer(p->result.signal) : json_null());
-        } else
-                o = json_pack("{s:s}", "status", "running");
-        json_object_set_new(o, "pid", json_integer(p->pid));
-        json_object_set_new(o, "cmd", json_string(p->cmd));
-        json_object_set_new(o, "running", json_boolean(!p->finished));
-        json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)p->out.total));
-        json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)p->err.total));
-        json_object_set_new(o, "started_ms_ago", json_integer((json_int_t)(xb_now_ms() - p->start_ms)));
-        return o;
-}
-
-static json_t *
-chunk_json(const struct xb_outbuf *b, uint64_t off, size_t max, uint64_t *next, uint64_t *skipped)
-{
-        _cleanup_free_ char *buf = malloc(max ? max : 1);
-        _cleanup_free_ char *clean = NULL;
-        uint64_t start = off;
-        size_t n, clean_len;
-
-        if (!buf)
-                return json_string("");
-        n = xb_outbuf_read(b, off, buf, max, &start);
-        *skipped = start - (off < b->total ? off : b->total);
-        *next = start + n;
-        clean = xb_utf8_sanitize(buf, n, &clean_len);
-        return clean ? json_stringn(clean, clean_len) : json_string("");
-}
-
-json_t *
-xb_proc_output_json(const struct xb_proc *p, uint64_t out_off, uint64_t err_off, size_t max)
-{
-        uint64_t on, en, os, es;
-        json_t *o = json_object();
-
-        json_object_set_new(o, "stdout", chunk_json(&p->out, out_off, max, &on, &os));
-        json_object_set_new(o, "stderr", chunk_json(&p->err, err_off, max, &en, &es));
-        json_object_set_new(o, "stdout_offset", json_integer((json_int_t)on));
-        json_object_set_new(o, "stderr_offset", json_integer((json_int_t)en));
-        json_object_set_new(o, "stdout_skipped", json_integer((json_int_t)os));
-        json_object_set_new(o, "stderr_skipped", json_integer((json_int_t)es));
-        json_object_set_new(o, "running", json_boolean(!p->finished));
-        json_object_set_new(o, "pid", json_integer(p->pid));
-        if (p->finished) {
-                json_object_set_new(o, "status", json_string(xb_status_name(p->result.status)));
-                json_object_set_new(o, "exit_code", p->result.exited ? json_integer(p->result.exit_code) : json_null());
-        }
-        return o;
-}
-
-/* ---- waiters ---- */
-
-static void
-waiter_drop(struct waiter *w)
-{
-        struct xb_proc *p = w->proc;
-
-        for (struct waiter **pp = &p->waiters; *pp; pp = &(*pp)->next)
-                if (*pp == w) {
-                        *pp = w->next;
-                        break;
-                }
-        xb_timer_stop(&w->timer);
-        free(w);
-}
-
-static void
-waiter_gone(struct xb_req *r, void *owner)
-{
-        (void)r;
-        waiter_drop(owner);
-}
-
-static void
-waiter_timeout(struct xb_timer *t)
-{
-        struct waiter *w = t->data;
-        struct xb_req *req = w->req;
-        struct xb_proc *p = w->proc;
-
-        if (w->kind == W_WAIT) {
-                json_t *o = running_json(p);
-
-                json_object_set_new(o, "waited", json_true());
-                waiter_drop(w);
-                xb_reply_json(req, 200, o);
-        } else {
-                json_t *o = xb_proc_output_json(p, w->out_off, w->err_off, w->max);
-
-                waiter_drop(w);
-                xb_reply_json(req, 200, o);
-        }
-}
-
-static void
-notify_readers(struct xb_proc *p)
-{
-        struct waiter *w = p->waiters, *next;
-
-        for (; w; w = next) {
-                next = w->next;
-                if (w->kind == W_READ && (p->out.total > w->out_off || p->err.total > w->err_off || p->finished)) {
-                        struct xb_req *req = w->req;
-                        json_t *o = xb_proc_output_json(p, w->out_off, w->err_off, w->max);
-
-                        waiter_drop(w);
-                        xb_reply_json(req, 200, o);
-                }
-        }
-}
-
+/* The list is newest first: the oldest finished go first. */
 void
-xb_proc_attach_wait(struct xb_proc *p, struct xb_req *req, uint64_t timeout_ms)
+proc_prune_finished(struct xb_sbx *x)
 {
-        struct waiter *w;
+        unsigned kept = 0;
+        struct xb_proc *p = x->procs, *next;
 
-        if (p->finished) {
-                xb_reply_json(req, 200, xb_api_result_json(&p->result, p->pid));
-                return;
-        }
-        w = calloc(1, sizeof(*w));
-        if (!w) {
-                xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
-                return;
-        }
-        *w = (struct waiter){ .next = p->waiters, .proc = p, .req = req, .kind = W_WAIT };
-        p->waiters = w;
-        xb_req_suspend(req, waiter_gone, w);
-        if (timeout_ms)
-                xb_timer_start(p->sbx->srv->loop, &w->timer, timeout_ms, waiter_timeout, w);
-}
-
-void
-xb_proc_attach_read(struct xb_proc *p, struct xb_req *req, uint64_t out_off, uint64_t err_off, size_t max,
-                    uint64_t wait_ms)
-{
-        struct waiter *w;
-
-        if (!wait_ms || p->finished || p->out.total > out_off || p->err.total > err_off) {
-                xb_reply_json(req, 200, xb_proc_output_json(p, out_off, err_off, max));
-                return;
-        }
-        w = calloc(1, sizeof(*w));
-        if (!w) {
-                xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
-                return;
-        }
-        *w = (struct waiter){ .next = p->waiters, .proc = p, .req = req, .kind = W_READ, .out_off = out_off,
-                              .err_off = err_off, .max = max };
-        p->waiters = w;
-        xb_req_suspend(req, waiter_gone, w);
-        xb_timer_start(p->sbx->srv->loop, &w->timer, wait_ms, waiter_timeout, w);
-}
-
-/* ---- the exec request ---- */
-
-static void
-exec_gone(struct xb_req *r, void *owner)
-{
-        struct xb_proc *p = owner;
-
-        (void)r;
-        p->exec_req = NULL;
-        p->stream = NULL;
-        /* The caller left: cancel its command, unless it went to the background. */
-        if (!p->background && !p->finished) {
-                p->killed_by_request = true;
-                xb_proc_signal(p, SIGKILL);
+        for (; p; p = next) {
+                next = p->next;
+                if (!p->finished || p->waiters)
+                        continue;
+                if (++kept > XB_FINISHED_KEPT)
+                        proc_unlink(p);
         }
 }
 
-static void
-stream_output(struct xb_proc *p, const char *name, const char *data, size_t n)
-{
-        size_t clean_len;
-        _cleanup_free_ char *clean = xb_utf8_sanitize(data, n, &clean_len);
-
-        if (p->stream && clean)
-                xb_stream_event(p->stream, name, json_pack("{s:s%}", "data", clean, clean_len));
-}
-
-static void
-on_soft(struct xb_timer *t)
-{
-        struct xb_proc *p = t->data;
-        struct xb_req *req = p->exec_req;
-
-        if (p->finished || !req)
-                return;
-        /* No output for yield_ms: answer now and let it run on in the background. */
-        p->background = true;
-        p->exec_req = NULL;
-        if (p->stream) {
-                xb_stream_event(p->stream, "result", running_json(p));
-                xb_stream_end(p->stream);
-                p->stream = NULL;
-        } else
-                xb_reply_json(req, 200, running_json(p));
-}
-
-void
-xb_proc_attach_exec(struct xb_proc *p, struct xb_req *req, bool stream)
-{
-        p->exec_req = req;
-        p->exec_stream = stream;
-        if (stream) {
-                p->stream = xb_reply_stream(req, 200, "text/event-stream", exec_gone, p);
-                if (!p->stream) {
-                        p->exec_req = NULL;
-                        xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
-                        return;
-                }
-                xb_stream_event(p->stream, "start", json_pack("{s:s}", "cmd", p->cmd));
-        } else
-                xb_req_suspend(req, exec_gone, p);
-        if (p->yield_ms)
-                xb_timer_start(p->sbx->srv->loop, &p->soft, p->yield_ms, on_soft, p);
-}
-
-/* ---- output ---- */
+/* ---- output and stdin ---- */
 
 static void
 on_output(struct xb_io *io, uint32_t events)
@@ -442,7 +140,7 @@ on_output(struct xb_io *io, uint32_t events)
 
                 if (n > 0) {
                         xb_outbuf_write(b, buf, (size_t)n);
-                        stream_output(p, is_out ? "stdout" : "stderr", buf, (size_t)n);
+                        proc_output(p, is_out ? "stdout" : "stderr", buf, (size_t)n);
                         got = true;
                         continue;
                 }
@@ -455,11 +153,8 @@ on_output(struct xb_io *io, uint32_t events)
                         close_pipe(&p->err_io, &p->err_fd);
                 break;
         }
-        if (got) {
-                if (p->exec_req && p->yield_ms)
-                        xb_timer_start(p->sbx->srv->loop, &p->soft, p->yield_ms, on_soft, p);
-                notify_readers(p);
-        }
+        if (got)
+                proc_output_done(p);
         if (p->exited && p->out_fd < 0 && p->err_fd < 0)
                 finish(p);
 }
@@ -500,10 +195,11 @@ int
 xb_proc_write_stdin(struct xb_proc *p, const char *data, size_t len, bool close_after, struct xb_err *err)
 {
         if (p->in_fd < 0)
-                return xb_err_msg(err, EPIPE, "stdin of process %d is closed", p->pid);
+                return xb_err_code(err, XB_E_STDIN_CLOSED, EPIPE, NULL, "stdin of process %d is closed", p->pid);
         if (xb_buf_append(&p->stdin_buf, data, len) < 0)
-                return xb_err_msg(err, ENOBUFS, "process %d is not reading stdin; %u bytes are already waiting",
-                                  p->pid, (unsigned)p->stdin_buf.len);
+                return xb_err_code(err, XB_E_STDIN_CLOSED, ENOBUFS, NULL,
+                                   "process %d is not reading stdin; %u bytes are already waiting", p->pid,
+                                   (unsigned)p->stdin_buf.len);
         if (close_after)
                 p->stdin_close = true;
         pump_stdin(p);
@@ -530,7 +226,7 @@ on_hard(struct xb_timer *t)
                 return;
         p->timed_out = true;
         /* init reports the exit; if init itself is gone, the sandbox's
-         * death finishes every process (xb_proc_sandbox_died). */
+         * death finishes every process (proc_died). */
         xb_proc_signal(p, SIGKILL);
 }
 
@@ -560,7 +256,6 @@ finish(struct xb_proc *p)
         struct xb_result *res = &p->result;
         struct xb_verdict_in v = { 0 };
         struct xb_cgroup_stats st = { 0 };
-        struct waiter *w, *next;
 
         if (p->finished)
                 return;
@@ -594,57 +289,34 @@ finish(struct xb_proc *p)
         s->m.execs_by_status[res->status]++;
         record_latency(s, res->wall_ms);
 
-        if (p->stream) {
-                xb_stream_event(p->stream, "result", xb_api_result_json(res, p->pid));
-                xb_stream_end(p->stream);
-                p->stream = NULL;
-                p->exec_req = NULL;
-        } else if (p->exec_req) {
-                struct xb_req *req = p->exec_req;
-
-                p->exec_req = NULL;
-                xb_reply_json(req, 200, xb_api_result_json(res, p->pid));
-        }
-        for (w = p->waiters; w; w = next) {
-                next = w->next;
-                if (w->kind == W_WAIT) {
-                        struct xb_req *req = w->req;
-
-                        waiter_drop(w);
-                        xb_reply_json(req, 200, xb_api_result_json(res, p->pid));
-                }
-        }
-        notify_readers(p);
+        proc_answer_finished(p);
         /* An exec answered in full has nothing left to read: forget it. */
         if (!p->background)
-                unlink_proc(p);
+                proc_unlink(p);
         else
-                prune_finished(p->sbx);
+                proc_prune_finished(p->sbx);
 }
 
-void
-xb_proc_on_spawned(struct xb_sbx *x, uint32_t tag, pid_t pid)
-{
-        struct xb_proc *p = find_tag(x, tag);
+/* ---- init's events, through the pending tag ---- */
 
-        if (!p || p->spawned)
+static void
+proc_spawned(void *ctx, pid_t pid)
+{
+        struct xb_proc *p = ctx;
+
+        if (p->spawned)
                 return;
         p->spawned = true;
         p->pid = pid;
-        if (p->start_req) {
-                struct xb_req *req = p->start_req;
-
-                p->start_req = NULL;
-                xb_reply_json(req, 201, xb_proc_json(p, false));
-        }
+        proc_answer_spawned(p);
 }
 
-void
-xb_proc_on_exited(struct xb_sbx *x, uint32_t tag, int status, uint64_t cpu_us, uint64_t maxrss_kb)
+static void
+proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
 {
-        struct xb_proc *p = find_tag(x, tag);
+        struct xb_proc *p = ctx;
 
-        if (!p || p->exited)
+        if (p->exited)
                 return;
         p->exited = true;
         p->status = status;
@@ -654,70 +326,40 @@ xb_proc_on_exited(struct xb_sbx *x, uint32_t tag, int status, uint64_t cpu_us, u
         if (p->out_fd < 0 && p->err_fd < 0)
                 finish(p);
         else
-                xb_timer_start(x->srv->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
+                xb_timer_start(p->sbx->srv->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
 }
 
-void
-xb_proc_on_error(struct xb_sbx *x, uint32_t tag, int errnum, const char *stage)
+static void
+proc_error(void *ctx, int errnum, const char *stage)
 {
-        struct xb_proc *p = find_tag(x, tag);
-        struct xb_req *req;
-        const char *argv0 = p ? p->cmd : "";
+        struct xb_proc *p = ctx;
 
-        if (!p)
+        if (p->finished)
                 return;
-        req = p->exec_req ? p->exec_req : p->start_req;
-        p->exec_req = p->start_req = NULL;
-        if (p->stream) {
-                xb_stream_event(p->stream, "error",
-                                json_pack("{s:s,s:s}", "code", "spawn_failed", "message", strerror(errnum)));
-                xb_stream_end(p->stream);
-                p->stream = NULL;
-                req = NULL;
-        }
-        if (req) {
-                if (errnum == ENOENT && strcmp(stage, "exec") == 0)
-                        xb_reply_error(req, 400, "command_not_found",
-                                       "check the program name; use `cmd` to run it through bash, which searches PATH and "
-                                       "reports errors as exit code 127",
-                                       "command not found: %.100s", argv0);
-                else if (strcmp(stage, "working directory") == 0)
-                        xb_reply_error(req, 400, "bad_cwd", "create the directory first, or use /home/user",
-                                       "cannot use the working directory: %s", strerror(errnum));
-                else if (errnum == EAGAIN && strcmp(stage, "fork") == 0)
-                        xb_reply_error(req, 429, "process_limit",
-                                       "the sandbox is at its process limit (limits.pids): wait for its processes to "
-                                       "end, kill some (see GET .../processes), or create the sandbox with a higher "
-                                       "limits.pids",
-                                       "could not start %.100s: the sandbox has no room for another process", argv0);
-                else
-                        xb_reply_error(req, 400, "spawn_failed", "check the command and its arguments",
-                                       "could not start %.100s: %s: %s", argv0, stage, strerror(errnum));
-        }
         p->finished = true;
-        unlink_proc(p);
+        proc_answer_spawn_error(p, errnum, stage);
+        proc_unlink(p);
 }
 
-void
-xb_proc_sandbox_died(struct xb_sbx *x)
+/* The sandbox died: every process ends, as killed if it had not exited. */
+static void
+proc_died(void *ctx, const char *why)
 {
-        while (x->procs) {
-                struct xb_proc *p = x->procs;
-                const char *why = x->error[0] ? x->error : "the sandbox was deleted";
+        struct xb_proc *p = ctx;
 
-                if (p->start_req) {
-                        xb_reply_error(p->start_req, 410, "sandbox_gone", "create a new sandbox", "%s", why);
-                        p->start_req = NULL;
-                }
-                if (!p->finished) {
-                        if (!p->exited)
-                                p->killed_by_request = true;
-                        p->background = false;   /* nothing to keep it for */
-                        finish(p);
-                } else
-                        unlink_proc(p);
-        }
+        proc_answer_gone(p, why ? why : "the sandbox was deleted");
+        if (!p->finished) {
+                if (!p->exited)
+                        p->killed_by_request = true;
+                p->background = false;   /* nothing to keep it for */
+                finish(p);
+        } else
+                proc_unlink(p);
 }
+
+static const struct xb_pending_ops proc_pending = {
+        .spawned = proc_spawned, .exited = proc_exited, .error = proc_error, .died = proc_died,
+};
 
 void
 xb_proc_forget(struct xb_proc *p)
@@ -729,24 +371,22 @@ xb_proc_forget(struct xb_proc *p)
                 p->forgotten = true;
                 return;
         }
-        unlink_proc(p);
+        proc_unlink(p);
 }
 
-/* Keep at most XB_FINISHED_KEPT finished processes for reading: the oldest
- * go first (the list is newest first), unless someone still waits on one. */
-static void
-prune_finished(struct xb_sbx *x)
+static int
+start_error(struct xb_err *err)
 {
-        unsigned kept = 0;
-        struct xb_proc *p = x->procs, *next;
-
-        for (; p; p = next) {
-                next = p->next;
-                if (!p->finished || p->waiters)
-                        continue;
-                if (++kept > XB_FINISHED_KEPT)
-                        unlink_proc(p);
-        }
+        /* What the client can do about it. */
+        if (err->code == EAGAIN)
+                err->ecode = XB_E_TOO_MANY_PROCESSES;
+        else if (err->code == E2BIG)
+                err->ecode = XB_E_COMMAND_TOO_LONG;
+        else if (err->code == ESRCH)
+                err->ecode = XB_E_SANDBOX_GONE;
+        else
+                err->ecode = XB_E_SPAWN_INTERNAL;
+        return -err->code;
 }
 
 struct xb_proc *
@@ -757,21 +397,25 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         struct xb_proc *p;
         struct xb_cgroup_stats st = { 0 };
         bool want_stdin = spec->stdin_len > 0 || spec->keep_stdin;
+        struct xb_err e = { 0 };
         int r;
 
+        if (!err)
+                err = &e;
         if (x->state >= XB_SBX_DYING) {
-                xb_err_msg(err, ESRCH, "the sandbox is gone");
+                xb_err_code(err, XB_E_SANDBOX_GONE, ESRCH, NULL, "the sandbox is gone");
                 return NULL;
         }
-        prune_finished(x);
+        proc_prune_finished(x);
         if (x->nprocs >= XB_PROCS_PER_SANDBOX) {
-                xb_err_msg(err, EAGAIN, "the sandbox has %u processes the server tracks, its limit; "
-                           "delete finished ones with DELETE .../processes/{pid}", x->nprocs);
+                xb_err_code(err, XB_E_TOO_MANY_PROCESSES, EAGAIN, NULL,
+                            "the sandbox has %u processes the server tracks, its limit", x->nprocs);
                 return NULL;
         }
         p = calloc(1, sizeof(*p));
         if (!p) {
                 xb_err_set(err, ENOMEM, "process");
+                start_error(err);
                 return NULL;
         }
         p->sbx = x;
@@ -793,7 +437,11 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 xb_err_set(err, -r, "pipe");
                 goto fail;
         }
-        p->tag = xb_sbx_tag(x);
+        p->tag = xb_sbx_pending_add(x, &proc_pending, p);
+        if (!p->tag) {
+                xb_err_set(err, ENOMEM, "process");
+                goto fail;
+        }
         q = (struct xb_exec_spec){
                 .argv = spec->argv, .env = spec->env, .cwd = spec->cwd, .uid = spec->uid, .gid = spec->uid,
                 .std = { inp[0], outp[1], errp[1] },
@@ -804,11 +452,13 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         if (inp[0] >= 0)
                 close(inp[0]);
         outp[1] = errp[1] = inp[0] = -1;
-        if (r < 0)
+        if (r < 0) {
+                xb_sbx_pending_del(x, p->tag);
                 goto fail;
-        p->out_fd = outp[0];
-        p->err_fd = errp[0];
-        p->in_fd = inp[1];
+        }
+        p->out_fd = TAKE_FD(outp[0]);
+        p->err_fd = TAKE_FD(errp[0]);
+        p->in_fd = TAKE_FD(inp[1]);
         xb_set_nonblock(p->out_fd, true);
         xb_set_nonblock(p->err_fd, true);
         xb_io_start(x->srv->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
@@ -844,51 +494,6 @@ fail:
         xb_outbuf_free(&p->out);
         xb_outbuf_free(&p->err);
         free(p);
+        start_error(err);
         return NULL;
-}
-
-static void
-start_gone(struct xb_req *r, void *owner)
-{
-        struct xb_proc *p = owner;
-
-        (void)r;
-        p->start_req = NULL;
-}
-
-void
-xb_proc_attach_start(struct xb_proc *p, struct xb_req *req)
-{
-        if (p->spawned) {
-                xb_reply_json(req, 201, xb_proc_json(p, false));
-                return;
-        }
-        p->start_req = req;
-        xb_req_suspend(req, start_gone, p);
-}
-
-pid_t
-xb_proc_pid(const struct xb_proc *p)
-{
-        return p->pid;
-}
-
-json_t *
-xb_proc_list_json(struct xb_sbx *x)
-{
-        json_t *a = json_array();
-
-        for (struct xb_proc *p = x->procs; p; p = p->next)
-                if (p->spawned && !p->forgotten)
-                        json_array_append_new(a, xb_proc_json(p, false));
-        return a;
-}
-
-bool
-xb_proc_any_waited(const struct xb_sbx *x)
-{
-        for (const struct xb_proc *p = x->procs; p; p = p->next)
-                if (!p->finished && (p->exec_req || p->stream || p->waiters))
-                        return true;
-        return false;
 }

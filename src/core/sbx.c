@@ -1,5 +1,6 @@
 /* Sandboxes as the server sees them: registry, creation (pooled or cold),
- * init's events, expiry and teardown. */
+ * init's events and the pending tags they reach their owners by, the
+ * waiter count that holds off expiry, and teardown. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <search.h>
@@ -85,6 +86,7 @@ sbx_free(void *p)
 
         xb_strv_free(x->env);
         json_decref(x->metadata);
+        free(x->pending);
         free(x);
 }
 
@@ -102,6 +104,145 @@ xb_sbx_tag(struct xb_sbx *x)
         if (++x->next_tag == 0)
                 x->next_tag = 1;
         return x->next_tag;
+}
+
+/* ---- pending tags ---- */
+
+struct xb_pending {
+        uint32_t tag;
+        const struct xb_pending_ops *ops;
+        void *ctx;
+};
+
+/* The entry for tag, or NULL; *ret_i is where it is or would go. */
+static struct xb_pending *
+pending_find(const struct xb_sbx *x, uint32_t tag, size_t *ret_i)
+{
+        size_t lo = 0, hi = x->npending;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (x->pending[mid].tag < tag)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (ret_i)
+                *ret_i = lo;
+        return lo < x->npending && x->pending[lo].tag == tag ? &x->pending[lo] : NULL;
+}
+
+uint32_t
+xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx)
+{
+        uint32_t tag;
+        size_t i;
+
+        if (x->npending == x->pending_cap) {
+                unsigned cap = x->pending_cap ? x->pending_cap * 2 : 16;
+                struct xb_pending *n = reallocarray(x->pending, cap, sizeof(*n));
+
+                if (!n)
+                        return 0;
+                x->pending = n;
+                x->pending_cap = cap;
+        }
+        /* Tags wrap after 2^32: skip one still in use. */
+        do
+                tag = xb_sbx_tag(x);
+        while (pending_find(x, tag, &i));
+        memmove(&x->pending[i + 1], &x->pending[i], (x->npending - i) * sizeof(*x->pending));
+        x->pending[i] = (struct xb_pending){ .tag = tag, .ops = ops, .ctx = ctx };
+        x->npending++;
+        return tag;
+}
+
+void
+xb_sbx_pending_del(struct xb_sbx *x, uint32_t tag)
+{
+        size_t i;
+
+        if (!pending_find(x, tag, &i))
+                return;
+        x->npending--;
+        memmove(&x->pending[i], &x->pending[i + 1], (x->npending - i) * sizeof(*x->pending));
+}
+
+/* Hand init's event to its tag's owner; false when the tag has none. The
+ * fds the owner does not take are closed here. */
+static bool
+pending_event(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t nfds)
+{
+        struct xb_pending *e = ev->tag ? pending_find(x, ev->tag, NULL) : NULL;
+        const struct xb_pending_ops *ops;
+        void *ctx;
+
+        if (!e)
+                return false;
+        /* The owner may delete its entry, or add others: copy first. */
+        ops = e->ops;
+        ctx = e->ctx;
+        switch (ev->kind) {
+        case XB_IEV_SPAWNED:
+                if (ops->spawned)
+                        ops->spawned(ctx, ev->pid);
+                break;
+        case XB_IEV_EXITED:
+                if (ops->exited)
+                        ops->exited(ctx, ev->status, ev->utime_us + ev->stime_us, ev->maxrss_kb);
+                break;
+        case XB_IEV_ERROR:
+                if (ops->error)
+                        ops->error(ctx, ev->errnum, ev->stage);
+                break;
+        case XB_IEV_FILE:
+                if (ops->file) {
+                        ops->file(ctx, ev, fds, nfds);
+                        nfds = 0;
+                }
+                break;
+        case XB_IEV_READY:
+                break;
+        }
+        for (size_t k = 0; k < nfds; k++)
+                close(fds[k]);
+        return true;
+}
+
+/* The sandbox is going: every owner hears it once, newest first, and its
+ * entry leaves the table before it does. */
+static void
+pending_died(struct xb_sbx *x)
+{
+        const char *why = x->error[0] ? x->error : NULL;
+
+        while (x->npending) {
+                struct xb_pending e = x->pending[--x->npending];
+
+                if (e.ops->died)
+                        e.ops->died(e.ctx, why);
+        }
+}
+
+static void
+unowned(const struct xb_sbx *x, const struct xb_init_event *ev)
+{
+        /* Its owner went first (a process forgotten, a session deleted). */
+        xb_debug("sandbox %s: init event %d for tag %u, which has no owner", x->id, (int)ev->kind, ev->tag);
+}
+
+void
+xb_sbx_wait_begin(struct xb_sbx *x)
+{
+        x->nwaiting++;
+}
+
+void
+xb_sbx_wait_end(struct xb_sbx *x)
+{
+        if (x->nwaiting)
+                x->nwaiting--;
 }
 
 static void
@@ -179,6 +320,8 @@ on_init_msg(struct xb_io *io, uint32_t events)
                         xb_sbx_destroy(x, "the sandbox broke the init protocol and was killed");
                         return;
                 }
+                if (pending_event(x, &ev, fds, nfds))
+                        continue;
                 switch (ev.kind) {
                 case XB_IEV_READY:
                         if (x->state == XB_SBX_STARTING)
@@ -186,11 +329,11 @@ on_init_msg(struct xb_io *io, uint32_t events)
                         break;
                 case XB_IEV_SPAWNED:
                         if (!xb_session_on_spawned(x, ev.tag, ev.pid))
-                                xb_proc_on_spawned(x, ev.tag, ev.pid);
+                                unowned(x, &ev);
                         break;
                 case XB_IEV_EXITED:
                         if (!xb_session_on_exited(x, ev.tag, ev.status))
-                                xb_proc_on_exited(x, ev.tag, ev.status, ev.utime_us + ev.stime_us, ev.maxrss_kb);
+                                unowned(x, &ev);
                         break;
                 case XB_IEV_ERROR:
                         if (ev.tag == 0) {
@@ -200,7 +343,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 return;
                         }
                         if (!xb_session_on_error(x, ev.tag, ev.errnum, ev.stage))
-                                xb_proc_on_error(x, ev.tag, ev.errnum, ev.stage);
+                                unowned(x, &ev);
                         break;
                 case XB_IEV_FILE:
                         xb_fileop_on_reply(x, &ev, fds, nfds);
@@ -248,7 +391,7 @@ xb_sbx_destroy(struct xb_sbx *x, const char *why)
                 snprintf(x->error, sizeof(x->error), "%s", why);
         xb_timer_stop(&x->expiry);
         unregister(x);
-        xb_proc_sandbox_died(x);
+        pending_died(x);
         xb_fileop_sandbox_died(x);
         xb_sessions_sandbox_died(x);
         xb_io_stop(&x->sock_io);
@@ -371,6 +514,20 @@ claim(struct xb_server *s, const struct xb_limits *l, struct xb_err *err)
         return x;
 }
 
+/* Why a start failed, for the client: a mount it may not make, the host's
+ * limit, or the server's trouble. */
+static int
+create_error(struct xb_err *err)
+{
+        if (err->code == EPERM || err->code == EINVAL || err->code == ENOENT)
+                err->ecode = XB_E_INVALID_MOUNT;
+        else if (err->code == EAGAIN)
+                err->ecode = XB_E_TOO_MANY_SANDBOXES;
+        else
+                err->ecode = XB_E_SANDBOX_FAILED;
+        return -err->code;
+}
+
 int
 xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
@@ -378,8 +535,8 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
         struct xb_sbx *x = NULL;
 
         if (s->nsandboxes >= s->o.max_sandboxes)
-                return xb_err_msg(err, EAGAIN, "the server runs %u sandboxes, its limit; delete some first",
-                                  s->nsandboxes);
+                return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
+                                   NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
         if (pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 
@@ -391,7 +548,7 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
                 s->m.pool_misses++;
                 x = start(s, l, binds, nbinds, err);
                 if (!x)
-                        return -err->code;
+                        return create_error(err);
         }
         x->tenant = tenant;
         x->env = env;
@@ -406,7 +563,8 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
         if (!tsearch(x, &s->by_id, by_id)) {
                 x->env = NULL;
                 xb_sbx_destroy(x, NULL);
-                return xb_err_set(err, ENOMEM, "register the sandbox");
+                xb_err_set(err, ENOMEM, "register the sandbox");
+                return create_error(err);
         }
         s->nsandboxes++;
         s->m.sandboxes_created++;

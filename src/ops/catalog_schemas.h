@@ -1,8 +1,8 @@
 /* JSON Schema fragments shared by the tool catalog (catalog_tools.c) and
  * the operations of /openapi.json that are not tools (openapi_ops.c), as
  * C string literals that concatenate into whole schemas. Each shape the
- * REST API answers is written here once; src/core/proc.c and sbx.c are
- * what they describe. Private to the catalog. */
+ * REST API answers is written here once; src/core/proc_wait.c, sbx.c and
+ * src/proc/result.c are what they describe. Private to the catalog. */
 #pragma once
 
 /* ---- tool arguments ---- */
@@ -41,8 +41,9 @@
         "exit_nonzero: another exit code; timeout: killed at timeout_s; cpu_limit, memory_limit, "              \
         "output_limit: killed at that limit; killed: by a signal; running: still going (see hint).\"}"
 
-/* The result of a command: exec, and wait (src/core/proc.c:
- * xb_api_result_json, and running_json for the soft timeout). */
+/* The result of a command: exec, and wait (src/proc/result.c:
+ * xb_result_json; src/core/proc_wait.c: proc_running_json for the soft
+ * timeout, with the hint src/rest/api.c adds). */
 #define J_RESULT_PROPS                                                                                           \
         "\"status\": " J_STATUS ", "                                                                             \
         "\"exit_code\": {\"type\": [\"integer\", \"null\"], \"description\": \"null when killed by a signal "   \
@@ -94,7 +95,7 @@
         "\"required\": [\"id\", \"state\", \"limits\", \"metadata\", \"created_at_ms\", \"expires_in_ms\", "   \
         "\"timeout_s\", \"processes\"]}"
 
-/* src/core/proc.c: xb_proc_json without output. */
+/* src/core/proc_wait.c: xb_proc_json without output. */
 #define J_PROCESS                                                                                                \
         "{\"type\": \"object\", \"properties\": {"                                                              \
         "\"pid\": {\"type\": \"integer\"}, "                                                                     \
@@ -109,7 +110,7 @@
         "\"required\": [\"pid\", \"cmd\", \"running\", \"status\", \"stdout_bytes\", \"stderr_bytes\", "       \
         "\"started_ms_ago\"]}"
 
-/* src/core/proc.c: xb_proc_output_json. */
+/* src/core/proc_wait.c: xb_proc_output_json. */
 #define J_OUTPUT                                                                                                 \
         "{\"type\": \"object\", \"properties\": {"                                                              \
         "\"stdout\": {\"type\": \"string\", \"description\": \"New stdout from stdout_offset on.\"}, "          \

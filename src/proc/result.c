@@ -1,8 +1,12 @@
-/* Verdict rules. */
+/* Verdict rules, and the result as JSON. */
 #include "result.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
+
+#include "base/cleanup.h"
+#include "base/utf8.h"
 
 const char *
 xb_status_name(enum xb_status s)
@@ -43,4 +47,36 @@ xb_verdict(const struct xb_verdict_in *v)
         if (v->truncated)
                 return XB_ST_OUTPUT_LIMIT;
         return v->exit_code == 0 ? XB_ST_OK : XB_ST_EXIT_NONZERO;
+}
+
+static json_t *
+text_json(const struct xb_outbuf *b, const char *what)
+{
+        size_t len, clean_len;
+        _cleanup_free_ char *raw = xb_outbuf_render(b, what, &len);
+        _cleanup_free_ char *clean = raw ? xb_utf8_sanitize(raw, len, &clean_len) : NULL;
+
+        return clean ? json_stringn(clean, clean_len) : json_string("");
+}
+
+json_t *
+xb_result_json(const struct xb_result *res, pid_t pid)
+{
+        json_t *o = json_object();
+
+        json_object_set_new(o, "status", json_string(xb_status_name(res->status)));
+        json_object_set_new(o, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
+        json_object_set_new(o, "signal", !res->exited && res->signal ? json_integer(res->signal) : json_null());
+        json_object_set_new(o, "stdout", text_json(&res->out, "stdout"));
+        json_object_set_new(o, "stderr", text_json(&res->err, "stderr"));
+        json_object_set_new(o, "stdout_truncated", json_boolean(xb_outbuf_truncated(&res->out)));
+        json_object_set_new(o, "stderr_truncated", json_boolean(xb_outbuf_truncated(&res->err)));
+        json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)res->out.total));
+        json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)res->err.total));
+        json_object_set_new(o, "duration_ms", json_integer((json_int_t)res->wall_ms));
+        json_object_set_new(o, "cpu_ms", json_integer((json_int_t)res->cpu_ms));
+        json_object_set_new(o, "peak_memory", json_integer((json_int_t)res->peak_memory));
+        if (pid > 0)
+                json_object_set_new(o, "pid", json_integer(pid));
+        return o;
 }

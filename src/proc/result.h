@@ -1,8 +1,10 @@
 /* Verdicts and the result of one command, shared by `execbox run`
  * (proc/run.c) and the daemon's processes (core/proc.c). */
 #pragma once
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proc/outbuf.h"
 
@@ -32,6 +34,11 @@ struct xb_result {
 /* exited, exit_code and signal from a wait status; a command that never
  * reported one (exited false) was killed with SIGKILL. */
 void xb_result_set_status(struct xb_result *res, bool exited, int status);
+
+/* The result as JSON: status, exit_code, signal, stdout and stderr (as
+ * valid UTF-8, with the marker where output was dropped), their sizes,
+ * duration_ms, cpu_ms, peak_memory, and pid when pid > 0. A new reference. */
+json_t *xb_result_json(const struct xb_result *res, pid_t pid);
 
 /* What ended the run, from the caller's view, to pick a verdict. */
 struct xb_verdict_in {

@@ -19,14 +19,23 @@ struct rest_call {
         struct xb_stream *stream;
         unsigned status;
         bool inside;                /* still in xb_rest_run: the handler frees */
+        const struct xb_rest_decor *decor;
+        struct xb_err *then_fail;   /* a check_op's: reply this once it succeeds */
 };
+
+static void
+rc_free(struct rest_call *rc)
+{
+        free(rc->then_fail);
+        free(rc);
+}
 
 static void
 rc_end(struct rest_call *rc)
 {
         rc->call = NULL;
         if (!rc->inside)
-                free(rc);
+                rc_free(rc);
 }
 
 static void
@@ -41,7 +50,7 @@ on_gone(struct xb_req *r, void *owner)
         rc->req = NULL;
         xb_call_cancel(c);
         if (!rc->inside)
-                free(rc);
+                rc_free(rc);
 }
 
 static void
@@ -60,9 +69,21 @@ on_done(void *ctx, json_t *result)
 {
         struct rest_call *rc = ctx;
 
+        if (rc->then_fail) {
+                json_decref(result);
+                if (rc->req)
+                        xb_rest_fail(rc->req, rc->then_fail);
+                rc_end(rc);
+                return;
+        }
+        if (rc->decor && rc->decor->result)
+                result = rc->decor->result(result);
         if (rc->stream) {
                 xb_stream_event(rc->stream, "result", result);
                 xb_stream_end(rc->stream);
+        } else if (rc->req && rc->status == 204) {
+                json_decref(result);
+                xb_reply_empty(rc->req, 204);
         } else if (rc->req)
                 xb_reply_json(rc->req, rc->status, result);
         else
@@ -71,10 +92,13 @@ on_done(void *ctx, json_t *result)
 }
 
 static void
-on_fail(void *ctx, const struct xb_err *err)
+on_fail(void *ctx, const struct xb_err *e)
 {
         struct rest_call *rc = ctx;
+        struct xb_err copy = *e, *err = &copy;
 
+        if (rc->decor && rc->decor->error)
+                rc->decor->error(err, rc->stream != NULL);
         if (rc->stream) {
                 xb_stream_event(rc->stream, "error", json_pack("{s:s,s:s}", "code", xb_ecode_name(err->ecode),
                                                                "message", err->msg));
@@ -86,11 +110,13 @@ on_fail(void *ctx, const struct xb_err *err)
 
 static const struct xb_sink_ops rest_sink = { on_event, on_done, on_fail };
 
-void
-xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse)
+static void
+run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, const struct xb_rest_decor *decor,
+    const struct xb_err *then_fail)
 {
         const struct xb_op *op = xb_op_find(name);
         struct rest_call *rc;
+        struct xb_err *then = NULL;
 
         if (!op) {
                 xb_error("rest: no operation %s", name);
@@ -100,20 +126,32 @@ xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status,
         rc = calloc(1, sizeof(*rc));
         if (rc)
                 rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS : 0);
-        if (!rc || !rc->call) {
+        if (then_fail && (then = malloc(sizeof(*then))))
+                *then = *then_fail;
+        if (!rc || !rc->call || (then_fail && !then)) {
+                if (rc && rc->call)
+                        xb_call_cancel(rc->call);
                 free(rc);
+                free(then);
                 xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
                 return;
         }
-        *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true };
+        *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true,
+                                  .decor = decor, .then_fail = then };
         xb_op_run(op, xb_req_app(req), xb_req_tenant(req), args, rc->call);
         rc->inside = false;
         if (!rc->call) {
-                free(rc);   /* answered already */
+                rc_free(rc);   /* answered already */
                 return;
         }
         if (!rc->stream)
                 xb_req_suspend(req, on_gone, rc);
+}
+
+void
+xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse)
+{
+        run(req, name, args, status, sse, NULL, NULL);
 }
 
 static int
@@ -177,6 +215,20 @@ path_args(struct xb_req *r, const char *tmpl, json_t *args)
         }
 }
 
+/* A malformed request: err, unless the route's check_op fails first. */
+static void
+bad_request(struct xb_req *r, const struct xb_rest_op_route *rt, const struct xb_err *err)
+{
+        _cleanup_(xb_json_decrefp) json_t *args = rt->check_op ? json_object() : NULL;
+
+        if (!args) {
+                xb_rest_fail(r, err);
+                return;
+        }
+        path_args(r, rt->tmpl, args);
+        run(r, rt->check_op, args, 200, false, NULL, err);
+}
+
 void
 xb_rest_op_handler(struct xb_req *r)
 {
@@ -187,8 +239,8 @@ xb_rest_op_handler(struct xb_req *r)
         const char *body = rt->no_body ? NULL : xb_req_body(r, &len);
 
         if (xb_jsonv_parse(body, len, &args, &err) < 0) {
-                err.ecode = XB_E_INVALID;
-                xb_rest_fail(r, &err);
+                err.ecode = rt->bad_body ? rt->bad_body : XB_E_INVALID;
+                bad_request(r, rt, &err);
                 return;
         }
         path_args(r, rt->tmpl, args);
@@ -200,11 +252,11 @@ xb_rest_op_handler(struct xb_req *r)
                 if (qerr || (v && query_value(q, v, &j) < 0)) {
                         xb_err_code(&err, rt->bad_query ? rt->bad_query : XB_E_INVALID, EINVAL, NULL,
                                     "query parameter `%s` is not valid", q->name);
-                        xb_rest_fail(r, &err);
+                        bad_request(r, rt, &err);
                         return;
                 }
                 if (j)
                         json_object_set_new(args, q->name, j);
         }
-        xb_rest_run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"));
+        run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->decor, NULL);
 }

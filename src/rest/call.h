@@ -4,8 +4,8 @@
  * With sse, events stream as text/event-stream from the first one on; the
  * result ends the stream as a "result" event and an error as an "error"
  * event ({code, message}). Without, the reply is the result as JSON with
- * status, or the error through the status table (status.h). A client that
- * leaves cancels the call. */
+ * status (204: no body), or the error through the status table (status.h).
+ * A client that leaves cancels the call. */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -15,6 +15,15 @@
 
 /* args is borrowed. */
 void xb_rest_run(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse);
+
+/* REST's own words on an operation's outcome, where they name routes (the
+ * engine's cannot); a route's decor. result takes the result and returns
+ * the one to send; error may rewrite err (streamed: the reply is an SSE
+ * stream already). */
+struct xb_rest_decor {
+        json_t *(*result)(json_t *result);
+        void (*error)(struct xb_err *err, bool streamed);
+};
 
 /* A route served by an operation (the route's data): xb_rest_op_handler
  * fills the arguments from the path (named by tmpl's {segments}), the
@@ -32,6 +41,12 @@ struct xb_rest_op_route {
         bool no_body;               /* GET, DELETE: a body is ignored */
         struct xb_rest_query query[6];
         enum xb_ecode bad_query;    /* the code for a query value of the wrong type (XB_E_INVALID when 0) */
+        enum xb_ecode bad_body;     /* the code for a body that is not a JSON object (XB_E_INVALID when 0) */
+        /* Run first, with the path's arguments only, when the body or query
+         * is malformed: what it fails with (a missing sandbox or process)
+         * wins over the malformed request. NULL: the 400 comes first. */
+        const char *check_op;
+        const struct xb_rest_decor *decor;
 };
 
 void xb_rest_op_handler(struct xb_req *r);

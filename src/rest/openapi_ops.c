@@ -21,7 +21,7 @@
 #define TIMEOUT_BODY(desc) JSON_BODY_OPT(OBJ_CLOSED("\"timeout_s\": {\"type\": [\"number\", \"null\"], "        \
                                                     "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
 
-/* REST-only fields of exec and process start (src/rest/api.c: parse_cmd). */
+/* REST-only fields of exec and process start (src/ops/op_proc.c: parse_cmd). */
 #define CMD_EXTRAS(limit)                                                                                        \
         "{\"argv\": {\"type\": [\"array\", \"null\"], \"maxItems\": 4096, \"items\": {\"type\": \"string\"}, "  \
         "\"description\": \"A program and its arguments, run without a shell. Give exactly one of cmd and "     \

@@ -23,6 +23,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_TOO_MANY_SANDBOXES] = { 429, "delete sandboxes you no longer need" },
         [XB_E_INVALID_MOUNT] = { 400, "mount only directories the operator allowed with --allow-mount" },
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },
+        [XB_E_INVALID_METADATA] = { 400, "pass metadata as a flat object of strings" },
+        [XB_E_METADATA_TOO_LARGE] = { 400, "keep metadata small; store data in files instead" },
 
         [XB_E_PROCESS_NOT_FOUND] = { 404, "list processes with GET /v1/sandboxes/{id}/processes" },
         [XB_E_PROCESS_FINISHED] = { 409, "read its result with GET .../processes/{pid}" },
@@ -39,6 +41,10 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_STDIN_CLOSED] = { 409, "start the process again if it needs more input" },
         [XB_E_BAD_SIGNAL] = { 400, "use a name such as \"SIGINT\", \"SIGTERM\", \"SIGKILL\" or a number 1-64" },
         [XB_E_BAD_OFFSETS] = { 400, "offsets and max_bytes are whole numbers of bytes; wait_s is seconds" },
+        [XB_E_INVALID_COMMAND] = { 400, "send {\"cmd\": \"ls -la\"} or {\"argv\": [\"ls\", \"-la\"]}; see GET "
+                                   "/v1/guide" },
+        [XB_E_INVALID_PROCESS_START] = { 400, "send {\"cmd\": \"python3 server.py\"}; see GET /v1/guide" },
+        [XB_E_INVALID_STDIN] = { 400, "send {\"data\": \"text\\n\"}, and {\"eof\": true} to close stdin" },
 
         [XB_E_MISSING_PATH] = { 400, HINT_PATH },
         [XB_E_INVALID_PATH] = { 400, HINT_PATH },

@@ -69,7 +69,15 @@ stream_wake(struct xb_stream *s)
 {
         if (s->waiting && s->req) {
                 s->waiting = false;
-                xb_req_resume(s->req);
+                /* Not xb_req_resume: that stops the watch for the client
+                 * leaving, and the reader parks the connection again once
+                 * this is sent; a client that left then would go unseen. */
+                if (s->req->virt)
+                        xb_req_resume(s->req);
+                else if (s->req->suspended) {
+                        http_conn_resume(s->req);
+                        http_mark_run(s->req->http);
+                }
         }
 }
 

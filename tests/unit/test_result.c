@@ -149,3 +149,42 @@ Test(verdict, status_names)
         cr_assert_str_eq(xb_status_name((enum xb_status)-1), "unknown");
         cr_assert_str_eq(xb_status_name((enum xb_status)1000000), "unknown");
 }
+
+/* xb_result_json: the one result assembly, shared by exec and wait. */
+Test(result_json, fields)
+{
+        struct xb_result r = { .status = XB_ST_OK, .wall_ms = 12, .cpu_ms = 3, .peak_memory = 4096 };
+        json_t *o;
+
+        xb_outbuf_init(&r.out, 1 << 20);
+        xb_outbuf_init(&r.err, 1 << 20);
+        cr_assert_eq(xb_outbuf_write(&r.out, "hi\xff\n", 4), 0);
+        xb_result_set_status(&r, true, 3 << 8);   /* exit(3) */
+        r.status = XB_ST_EXIT_NONZERO;
+        o = xb_result_json(&r, 42);
+        cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "exit_nonzero");
+        cr_assert_eq(json_integer_value(json_object_get(o, "exit_code")), 3);
+        cr_assert(json_is_null(json_object_get(o, "signal")));
+        /* Invalid UTF-8 is replaced, so the count is of bytes received. */
+        cr_assert_str_eq(json_string_value(json_object_get(o, "stdout")), "hi\xef\xbf\xbd\n");
+        cr_assert_eq(json_integer_value(json_object_get(o, "stdout_bytes")), 4);
+        cr_assert_str_eq(json_string_value(json_object_get(o, "stderr")), "");
+        cr_assert(json_is_false(json_object_get(o, "stdout_truncated")));
+        cr_assert_eq(json_integer_value(json_object_get(o, "duration_ms")), 12);
+        cr_assert_eq(json_integer_value(json_object_get(o, "cpu_ms")), 3);
+        cr_assert_eq(json_integer_value(json_object_get(o, "peak_memory")), 4096);
+        cr_assert_eq(json_integer_value(json_object_get(o, "pid")), 42);
+        cr_assert_eq(json_object_size(o), 13);
+        json_decref(o);
+
+        /* Killed: a signal and no exit code; no pid when there is none. */
+        xb_result_set_status(&r, false, 0);
+        r.status = XB_ST_KILLED;
+        o = xb_result_json(&r, 0);
+        cr_assert(json_is_null(json_object_get(o, "exit_code")));
+        cr_assert_eq(json_integer_value(json_object_get(o, "signal")), SIGKILL);
+        cr_assert_null(json_object_get(o, "pid"));
+        json_decref(o);
+        xb_outbuf_free(&r.out);
+        xb_outbuf_free(&r.err);
+}

@@ -1,0 +1,59 @@
+/* Internals shared by proc.c (spawn, pipes, output, verdicts, init's
+ * events) and proc_wait.c (the calls waiting on a process, and its JSON).
+ * Not for the rest of core: it uses core.h. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "core/core.h"
+
+struct proc_waiter;
+
+struct xb_proc {
+        struct xb_proc *next;
+        struct xb_defer defer;        /* proc_free */
+        struct xb_sbx *sbx;
+        uint32_t tag;                /* its pending tag, for init's events and signals */
+        pid_t pid;
+        char cmd[256];
+        bool background;
+        bool spawned, exited, finished, forgotten, unlinked;
+        int status;
+        bool timed_out, killed_by_request;
+        uint64_t oom_before;
+        uint64_t start_ms, end_ms, cpu_us, maxrss;
+        uint64_t timeout_ms, yield_ms;
+        struct xb_outbuf out, err;
+        int out_fd, err_fd, in_fd;
+        struct xb_io out_io, err_io, in_io;
+        struct xb_buf stdin_buf;
+        bool stdin_close;            /* close stdin once stdin_buf drains */
+        struct xb_timer hard, soft, drain;
+        struct xb_result result;     /* valid once finished */
+        struct xb_call *exec;        /* the exec call, if any (it counts as a waiter) */
+        struct xb_call *start;       /* process_start waits for the spawn */
+        struct proc_waiter *waiters; /* wait and long-poll read calls */
+};
+
+/* ---- proc.c ---- */
+/* Drop p from its sandbox (its memory goes at the next loop turn). Once. */
+void proc_unlink(struct xb_proc *p);
+/* Keep at most XB_FINISHED_KEPT finished processes, unless waited on. */
+void proc_prune_finished(struct xb_sbx *x);
+
+/* ---- proc_wait.c: what the calls hear ---- */
+/* A chunk of output ("stdout" or "stderr"): an event for the exec call. */
+void proc_output(struct xb_proc *p, const char *name, const char *data, size_t n);
+/* After a batch of output: restart the soft timer, answer readers. */
+void proc_output_done(struct xb_proc *p);
+/* p finished (p->result is set): answer the exec call and every waiter. */
+void proc_answer_finished(struct xb_proc *p);
+/* Init spawned p: answer the start call. */
+void proc_answer_spawned(struct xb_proc *p);
+/* The spawn failed: fail the exec or start call. */
+void proc_answer_spawn_error(struct xb_proc *p, int errnum, const char *stage);
+/* The sandbox died before p was confirmed: fail the start call. */
+void proc_answer_gone(struct xb_proc *p, const char *why);
+/* The result so far of a running process (soft timeout, a wait's timeout). */
+json_t *proc_running_json(const struct xb_proc *p);

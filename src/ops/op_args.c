@@ -1,0 +1,62 @@
+/* Operation arguments: see op_args.h. */
+#define _GNU_SOURCE
+#include "ops/op_args.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+
+struct xb_sbx *
+xb_op_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *c)
+{
+        const char *id = json_string_value(json_object_get(args, "id"));
+        struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
+
+        if (!x)
+                xb_call_failf(c, XB_E_SANDBOX_NOT_FOUND, NULL, "no sandbox with id `%.64s`", id ? id : "");
+        return x;
+}
+
+struct xb_proc *
+xb_op_process(struct xb_server *core, int tenant, json_t *args, struct xb_call *c)
+{
+        struct xb_sbx *x = xb_op_sandbox(core, tenant, args, c);
+        json_t *v = json_object_get(args, "pid");
+        struct xb_proc *p = NULL;
+        char num[24];
+        const char *s = "";
+        long pid = 0;
+
+        if (!x)
+                return NULL;
+        if (json_is_string(v)) {
+                char *end;
+
+                s = json_string_value(v);
+                pid = strtol(s, &end, 10);
+                if (*end)
+                        pid = 0;
+        } else if (json_is_integer(v)) {
+                json_int_t n = json_integer_value(v);
+
+                snprintf(num, sizeof(num), "%lld", (long long)n);
+                s = num;
+                pid = n > 0 && n < 4194304 ? (long)n : 0;
+        }
+        if (pid > 0 && pid < 4194304)
+                p = xb_proc_find(x, (pid_t)pid);
+        if (!p)
+                xb_call_failf(c, XB_E_PROCESS_NOT_FOUND, NULL, "no process %.32s in sandbox %s", s, x->id);
+        return p;
+}
+
+json_t *
+xb_op_body(json_t *args, const char *const *path)
+{
+        json_t *b = json_copy(args);
+
+        for (const char *const *k = path; b && *k; k++)
+                json_object_del(b, *k);
+        return b;
+}
