@@ -4,6 +4,8 @@
  * REST API answers is written here once; src/core/proc.c and sbx.c are
  * what they describe. Private to the catalog. */
 #pragma once
+/* Laid out by hand. */
+/* clang-format off */
 
 /* ---- tool arguments ---- */
 
