@@ -207,8 +207,18 @@ $(BUILD)/bench/bench_server: $(BENCH_SERVER_OBJ)
 install: $(EXECBOX)
 	install -D -m 0755 $(EXECBOX) $(DESTDIR)$(PREFIX)/bin/execbox
 
+# clang-format the lines changed since FORMAT_BASE (default: what is not
+# committed yet; FORMAT_BASE=main for a whole branch), so lines nobody
+# touched keep their layout. .clang-format needs clang-format 19 (Debian 12:
+# apt-get install clang-format-19); data tables are marked clang-format off.
+CLANG_FORMAT ?= clang-format-19
+GIT_CLANG_FORMAT ?= git-$(CLANG_FORMAT)
+FORMAT_BASE ?= HEAD
 format:
-	clang-format -i $(LIB_SRC) $(CLI_SRC) $(INIT_SRC) src/*/*.h
+	@command -v $(GIT_CLANG_FORMAT) >/dev/null || \
+	  { echo "format: $(GIT_CLANG_FORMAT) not found: apt-get install clang-format-19" >&2; exit 1; }
+	$(GIT_CLANG_FORMAT) --force --binary $$(command -v $(CLANG_FORMAT)) --extensions c,h $(FORMAT_BASE) -- src tests tools bench \
+	  || [ $$? -eq 1 ]   # 1: it changed files
 
 clean:
 	rm -rf build build-san

@@ -4,6 +4,8 @@
  * REST API answers is written here once; src/core/proc_wait.c, sbx.c and
  * src/proc/result.c are what they describe. Private to the catalog. */
 #pragma once
+/* Laid out by hand. */
+/* clang-format off */
 
 /* ---- tool arguments ---- */
 

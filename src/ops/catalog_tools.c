@@ -7,6 +7,8 @@
 #include "ops/catalog.h"
 #include "ops/catalog_schemas.h"
 
+/* The catalog is laid out by hand. */
+/* clang-format off */
 #define OBJ(props, req) "{\"type\": \"object\", \"properties\": {" props "}, \"required\": [" req "], " \
                         "\"additionalProperties\": false}"
 #define SANDBOX_PATH { "sandbox_id", XB_ARG_PATH, "id", "$sandbox", 0 }

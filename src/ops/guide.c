@@ -8,6 +8,8 @@
 #include "sandbox/limits.h"
 #include "ops/catalog.h"
 
+/* The guide is laid out as it reads. */
+/* clang-format off */
 static const char guide_head[] =
 "# execbox: a guide for language models\n"
 "\n"
@@ -126,6 +128,8 @@ static const char guide_body[] =
 "execbox is run by the operator of this server, who decides who may use it and for what; their terms\n"
 "apply. It comes as is, without warranty. Sandboxes are disposable: nothing in them is backed up. Do\n"
 "not use it to attack other systems or to process data you are not allowed to process.\n";
+
+/* clang-format on */
 
 /* 1073741824 -> "1 GiB". */
 static void

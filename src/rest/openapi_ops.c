@@ -5,6 +5,8 @@
 #include "ops/catalog_schemas.h"
 #include "rest/openapi.h"
 
+/* The operations are laid out by hand. */
+/* clang-format off */
 #define JSON_REPLY(desc, schema) "{\"description\": \"" desc "\", \"content\": {\"application/json\": " \
                                  "{\"schema\": " schema "}}}"
 #define JSON_BODY(schema) "{\"required\": true, \"content\": {\"application/json\": {\"schema\": " schema "}}}"

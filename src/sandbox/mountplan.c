@@ -18,6 +18,8 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 
+/* The table below is laid out by hand. */
+/* clang-format off */
 const char *const xb_etc_allowlist[] = {
         /* the dynamic linker */
         "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
@@ -48,6 +50,7 @@ static const char *const proc_readonly[] = {
         "proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger", NULL,
 };
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+/* clang-format on */
 
 static char *
 dup_or_null(const char *s)

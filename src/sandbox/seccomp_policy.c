@@ -28,6 +28,7 @@
 #error "execbox supports x86_64 and aarch64"
 #endif
 
+/* clang-format off */
 /* Allowed without conditions. Names unknown on this architecture are skipped. */
 static const char *const allowed[] = {
         "accept", "accept4", "access", "adjtimex", "alarm", "arch_prctl", "bind", "brk",
@@ -84,6 +85,7 @@ static const char *const allowed[] = {
 /* personality(2) values Docker allows: none, UNAME26, ADDR_NO_RANDOMIZE, both, query. */
 static const unsigned long personalities[] = { 0x0, 0x8, 0x20000, 0x20008, 0xffffffff };
 static const int socket_families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+/* clang-format on */
 
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | \
                   CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME)
