@@ -1,8 +1,8 @@
 /* Pandora's plugin routes on the same server: POST /exec, POST /writeFile
  * and GET /getGuide. Each works on the caller's default sandbox (created on
- * first use) and is built on the REST API itself: the handler injects the
- * REST request (http.h, xb_http_inject) and reshapes its reply, so the
- * plugin routes can never behave differently from /v1. */
+ * first use) and runs the same operations as /v1 (ops/ops.h), answering
+ * failures through REST's status table, so the plugin routes can never
+ * behave differently from /v1. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -11,26 +11,28 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "core/core.h"
 #include "ops/catalog.h"
 #include "ops/jsonv.h"
-#include "core/core.h"
+#include "ops/ops.h"
+#include "rest/status.h"
 
 #define COMMAND_MAX (256u << 10)
 #define CONTENT_MAX (16u << 20)
 #define GUIDE_HINT "read the guide first: GET /getGuide, then retry with guideFollowed: true"
 
-/* One plugin request waiting on the REST request it injected. */
+/* One plugin request waiting on the operation it runs. */
 struct chain {
         struct xb_req *outer;         /* NULL once its client left */
-        struct xb_req *inner;         /* NULL once it replied */
+        struct xb_call *inner;        /* NULL once it ended */
         struct xb_server *srv;
+        int tenant;
         char *sandbox_id;
         char *path;
         char *content;
-        size_t content_len;
-        char mode[8];
         bool append;
-        void (*next)(struct chain *c, unsigned status, json_t *reply);
+        char mode[8];
+        void (*next)(struct chain *c, json_t *result, const struct xb_err *err);
 };
 
 static void
@@ -46,50 +48,58 @@ static void
 outer_gone(struct xb_req *r, void *owner)
 {
         struct chain *c = owner;
+        struct xb_call *inner = c->inner;
 
         (void)r;
         c->outer = NULL;
-        if (c->inner)
-                xb_req_cancel(c->inner);   /* kills the command */
+        c->inner = NULL;
+        if (inner)
+                xb_call_cancel(inner);   /* kills the command */
+        chain_free(c);
 }
 
 static void
-inner_reply(void *ctx, unsigned status, const char *ctype, const void *data, size_t len)
+inner_end(struct chain *c, json_t *result, const struct xb_err *err)
 {
-        struct chain *c = ctx;
-        json_t *j = NULL;
-
-        (void)ctype;
         c->inner = NULL;
-        if (len)
-                j = json_loadb(data, len, 0, NULL);
-        if (!c->outer) {
-                json_decref(j);
-                chain_free(c);
+        c->next(c, result, err);
+        json_decref(result);
+}
+
+static void
+inner_done(void *ctx, json_t *result)
+{
+        inner_end(ctx, result, NULL);
+}
+
+static void
+inner_fail(void *ctx, const struct xb_err *err)
+{
+        inner_end(ctx, NULL, err);
+}
+
+static const struct xb_sink_ops chain_sink = { .done = inner_done, .fail = inner_fail };
+
+/* Run op on the chain's sandbox with args (taken); the outcome goes to next. */
+static void
+chain_op(struct chain *c, const char *name, json_t *args, void (*next)(struct chain *, json_t *, const struct xb_err *))
+{
+        const struct xb_op *op = xb_op_find(name);
+        struct xb_call *call = op && args ? xb_call_new(&chain_sink, c, 0) : NULL;
+
+        c->next = next;
+        if (!call) {
+                struct xb_err err = { .code = ENOMEM, .ecode = XB_E_NOMEM };
+
+                snprintf(err.msg, sizeof(err.msg), "out of memory");
+                json_decref(args);
+                next(c, NULL, &err);
                 return;
         }
-        c->next(c, status, j);
-        json_decref(j);
-}
-
-static const struct xb_vreply_ops chain_ops = { .reply = inner_reply, .event = NULL };
-
-/* Inject method path?query with body (a reference it takes); the reply goes to c->next. */
-static void
-chain_call(struct chain *c, const char *method, const char *path, const char *const *query, json_t *body,
-           const void *raw, size_t raw_len)
-{
-        char *b = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        struct xb_vreq v = {
-                .method = method, .path = path, .query = query,
-                .headers = (const char *const[]){ NULL },
-                .body = b ? b : raw, .body_len = b ? strlen(b) : raw_len,
-                .tenant = xb_req_tenant(c->outer),
-        };
-
-        c->inner = xb_http_inject(c->srv->http, &v, &chain_ops, c);
-        free(b);
-        json_decref(body);
+        json_object_set_new(args, "id", json_string(c->sandbox_id));
+        c->inner = call;
+        xb_op_run(op, c->srv, c->tenant, args, call);
+        json_decref(args);
 }
 
 static struct chain *
@@ -109,34 +119,34 @@ chain_new(struct xb_req *r)
         }
         c->outer = r;
         c->srv = s;
+        c->tenant = xb_req_tenant(r);
         xb_req_suspend(r, outer_gone, c);
         return c;
 }
 
-/* A REST error passes through with a pointer to the guide added. */
+/* A failure answers as REST would, with a pointer to the guide added. */
 static void
-pass_error(struct chain *c, unsigned status, json_t *reply)
+pass_error(struct chain *c, const struct xb_err *err)
 {
-        json_t *e = json_object_get(reply, "error");
-        const char *hint = json_string_value(json_object_get(e, "hint"));
+        const struct xb_rest_status *st = xb_rest_status(err->ecode);
+        const char *hint = err->hint ? err->hint : st->hint;
         char h[700];
 
         snprintf(h, sizeof(h), "%s%sthe guide explains: GET /getGuide", hint ? hint : "", hint ? "; " : "");
-        xb_reply_error(c->outer, status ? status : 500, json_string_value(json_object_get(e, "code")) ?: "error", h,
-                       "%s", json_string_value(json_object_get(e, "message")) ?: "the operation failed");
+        xb_reply_error(c->outer, st->status, xb_ecode_name(err->ecode), h, "%s", err->msg);
 }
 
 /* ---- POST /exec {command, guideFollowed} ---- */
 
 static void
-exec_done(struct chain *c, unsigned status, json_t *reply)
+exec_done(struct chain *c, json_t *reply, const struct xb_err *err)
 {
         struct xb_req *r = c->outer;
         json_t *o;
         const char *st = json_string_value(json_object_get(reply, "status"));
 
-        if (status != 200 || !reply) {
-                pass_error(c, status, reply);
+        if (err) {
+                pass_error(c, err);
                 chain_free(c);
                 return;
         }
@@ -162,7 +172,6 @@ pandora_exec(struct xb_req *r)
         const char *b = xb_req_body(r, &len), *cmd = NULL;
         bool guide = false;
         struct chain *c;
-        char path[96];
 
         if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
             xb_jsonv_str(body, "command", COMMAND_MAX, &cmd, &err) < 0 ||
@@ -182,18 +191,16 @@ pandora_exec(struct xb_req *r)
         }
         if (!(c = chain_new(r)))
                 return;
-        c->next = exec_done;
-        snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", c->sandbox_id);
-        chain_call(c, "POST", path, NULL, json_pack("{s:s}", "cmd", cmd), NULL, 0);
+        chain_op(c, "run_command", json_pack("{s:s}", "cmd", cmd), exec_done);
 }
 
 /* ---- POST /writeFile {filePath, content, force, appendNewlineAtEOF, permissions} ---- */
 
 static void
-write_done(struct chain *c, unsigned status, json_t *reply)
+write_done(struct chain *c, json_t *reply, const struct xb_err *err)
 {
-        if (status != 200 && status != 201) {
-                pass_error(c, status, reply);
+        if (err) {
+                pass_error(c, err);
         } else
                 xb_reply_json(c->outer, 200, json_pack("{s:b,s:s,s:O,s:s}", "success", 1, "filePath", c->path, "size",
                                                        json_object_get(reply, "size") ?: json_null(), "sandbox_id",
@@ -204,30 +211,23 @@ write_done(struct chain *c, unsigned status, json_t *reply)
 static void
 write_now(struct chain *c)
 {
-        char path[96];
-        const char *query[] = { "path", c->path, "mode", c->mode, NULL, NULL, NULL };
-
-        if (c->append) {
-                query[4] = "append";
-                query[5] = "true";
-        }
-        c->next = write_done;
-        snprintf(path, sizeof(path), "/v1/sandboxes/%s/files", c->sandbox_id);
-        chain_call(c, "PUT", path, query, NULL, c->content, c->content_len);
+        chain_op(c, "write_file", json_pack("{s:s,s:s,s:s,s:b}", "path", c->path, "content", c->content, "mode",
+                                           c->mode, "append", c->append),
+                 write_done);
 }
 
 static void
-stat_done(struct chain *c, unsigned status, json_t *reply)
+stat_done(struct chain *c, json_t *reply, const struct xb_err *err)
 {
         (void)reply;
-        if (status == 200) {
+        if (!err) {
                 xb_reply_error(c->outer, 409, "file_exists", "send \"force\": true to overwrite it, or pick another path",
                                "%s already exists", c->path);
                 chain_free(c);
                 return;
         }
-        if (status != 404) {
-                pass_error(c, status, reply);
+        if (err->ecode != XB_E_FILE_NOT_FOUND) {
+                pass_error(c, err);
                 chain_free(c);
                 return;
         }
@@ -278,18 +278,12 @@ pandora_write(struct xb_req *r)
         memcpy(c->content, content, clen);
         if (newline && (clen == 0 || content[clen - 1] != '\n'))
                 c->content[clen++] = '\n';
-        c->content_len = clen;
+        c->content[clen] = '\0';
         snprintf(c->mode, sizeof(c->mode), "%s", perm ? perm : "644");
         if (force)
                 write_now(c);
-        else {
-                char p[96];
-                const char *query[] = { "path", c->path, NULL, NULL };
-
-                c->next = stat_done;
-                snprintf(p, sizeof(p), "/v1/sandboxes/%s/files/stat", c->sandbox_id);
-                chain_call(c, "GET", p, query, NULL, NULL, 0);
-        }
+        else
+                chain_op(c, "stat_file", json_pack("{s:s}", "path", c->path), stat_done);
 }
 
 /* ---- GET /getGuide ---- */
