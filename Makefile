@@ -46,7 +46,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration drivers-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check unit integration drivers-test clients-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -173,6 +173,12 @@ layering-test:
 mcp-test: $(EXECBOX_TEST)
 	EXECBOX=$(abspath $(EXECBOX_TEST)) tests/mcp/run.sh
 
+# The client libraries (clients/) and the agent example (examples/codeact)
+# against the real server; the TypeScript client on mcp-test's Node 22.
+clients-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/clients
+	EXECBOX=$(abspath $(EXECBOX)) tests/clients/run_node.sh
+
 check: deps
 	$(MAKE) all
 	$(MAKE) unit
@@ -180,6 +186,7 @@ check: deps
 	$(MAKE) integration
 	$(MAKE) mcp-test
 	$(MAKE) drivers-test
+	$(MAKE) clients-test
 
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.
 LISTEN ?= 127.0.0.1:8000
