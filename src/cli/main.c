@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 
+#include "base/title.h"
 #include "base/version.h"
 
 static void
@@ -31,6 +32,10 @@ main(int argc, char **argv)
         for (int fd = 0; fd < 3; fd++)
                 if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
                         return 125;
+        /* From here on argv is a copy: the original's bytes become the
+         * title a sandbox's setup child shows (base/title.h). */
+        if (!(argv = xb_title_init(argc, argv)))
+                return 125;
         if (argc < 2) {
                 usage(stderr);
                 return 2;

@@ -25,6 +25,7 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/title.h"
 #include "proto/wire.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
@@ -355,6 +356,9 @@ child_main(const struct child_args *a)
          * ps for that moment. */
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         prctl(PR_SET_NAME, "execbox-setup", 0, 0, 0);
+        /* Nor read the daemon's command line from /proc/1/cmdline: before
+         * the exec, it shows our copy of argv. */
+        xb_title_set("execbox-init");
         /* Ignored signals survive exec: a daemon started with SIGINT
          * ignored (`execbox serve &` in a script) must not pass that on to
          * init and every command. */

@@ -187,9 +187,26 @@ def test_no_controlling_tty_and_own_session(user_posture):
 
 def test_pid_1_is_the_execbox_init(user_posture):
     p = user_posture
-    assert p["pid1_cmdline"] == "execbox-init"
+    # "" is the instant of init's own exec, when pid 1 has no arguments yet.
+    assert p["pid1_cmdline"] in ("execbox-init", "")
     assert p["ppid"] == 1, "the command is not a child of the sandbox init"
     assert p["pid"] < 10, "the command does not run in a fresh pid namespace"
+
+
+def test_pid_1_never_shows_the_hosts_command_line(probe, execbox):
+    """The command starts beside the setup child, a copy of execbox, just
+    before that child execs init. Reading /proc/1/cmdline in that moment
+    once showed the host's command line (here, the path of the execbox
+    binary); now it shows the title execbox-init."""
+    seen, window = set(), 0
+    for _ in range(30):
+        p = probe("posture").probe
+        seen.add(p["pid1_cmdline"])
+        window += p["pid1_comm"].strip() == "execbox-setup"
+    assert seen <= {"execbox-init", ""}, seen
+    assert not any(execbox in s or "run" in s.split() for s in seen), seen
+    # The positive control: some probes did read pid 1 before init's exec.
+    assert window > 0, "no probe ran in the setup child's moment; the test proves nothing"
 
 
 def test_environment_is_exactly_the_allowlist(probe, monkeypatch):
