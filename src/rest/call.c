@@ -18,6 +18,7 @@ struct rest_call {
         struct xb_call *call;       /* NULL once it ended */
         struct xb_stream *stream;
         unsigned status;
+        xb_rest_shape shape;
         bool inside;                /* still in xb_rest_run: the handler frees */
 };
 
@@ -51,8 +52,12 @@ on_event(void *ctx, const char *name, json_t *data)
 
         if (!rc->stream && rc->req)
                 rc->stream = xb_reply_stream(rc->req, 200, "text/event-stream", on_gone, rc);
-        if (rc->stream)
-                xb_stream_event(rc->stream, name, json_incref(data));
+        if (!name || !rc->stream)
+                return;   /* NULL: xb_call_begin, the stream is open */
+        data = json_incref(data);
+        if (rc->shape)
+                data = rc->shape(rc->req, name, data);
+        xb_stream_event(rc->stream, name, data);
 }
 
 static void
@@ -60,9 +65,14 @@ on_done(void *ctx, json_t *result)
 {
         struct rest_call *rc = ctx;
 
+        if (rc->shape && (rc->stream || rc->req))
+                result = rc->shape(rc->req, NULL, result);
         if (rc->stream) {
                 xb_stream_event(rc->stream, "result", result);
                 xb_stream_end(rc->stream);
+        } else if (rc->req && rc->status == 204) {
+                json_decref(result);
+                xb_reply_empty(rc->req, 204);
         } else if (rc->req)
                 xb_reply_json(rc->req, rc->status, result);
         else
@@ -89,6 +99,12 @@ static const struct xb_sink_ops rest_sink = { on_event, on_done, on_fail };
 void
 xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse)
 {
+        xb_rest_run_shaped(req, name, args, status, sse, NULL);
+}
+
+void
+xb_rest_run_shaped(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, xb_rest_shape shape)
+{
         const struct xb_op *op = xb_op_find(name);
         struct rest_call *rc;
 
@@ -99,13 +115,14 @@ xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status,
         }
         rc = calloc(1, sizeof(*rc));
         if (rc)
-                rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS : 0);
+                rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS | XB_CALL_BEGIN : 0);
         if (!rc || !rc->call) {
                 free(rc);
                 xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
                 return;
         }
-        *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true };
+        *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .shape = shape,
+                                  .inside = true };
         xb_op_run(op, xb_req_app(req), xb_req_tenant(req), args, rc->call);
         rc->inside = false;
         if (!rc->call) {
@@ -188,6 +205,7 @@ xb_rest_op_handler(struct xb_req *r)
 
         if (xb_jsonv_parse(body, len, &args, &err) < 0) {
                 err.ecode = XB_E_INVALID;
+                err.hint = rt->bad_body_hint;
                 xb_rest_fail(r, &err);
                 return;
         }
@@ -206,5 +224,5 @@ xb_rest_op_handler(struct xb_req *r)
                 if (j)
                         json_object_set_new(args, q->name, j);
         }
-        xb_rest_run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"));
+        xb_rest_run_shaped(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->shape);
 }

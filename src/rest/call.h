@@ -13,8 +13,18 @@
 #include "base/err.h"
 #include "transport/http.h"
 
-/* args is borrowed. */
+/* args is borrowed. A 204 answers with no body. */
 void xb_rest_run(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse);
+
+/* Turns an operation's neutral data into REST's (links to routes, advice
+ * naming routes): event is the event's name, or NULL for the result. It
+ * takes data and returns what to send, data itself or a new value. data,
+ * and what it holds, may be shared with the engine: change nothing in
+ * place, json_copy what you change. */
+typedef json_t *(*xb_rest_shape)(struct xb_req *r, const char *event, json_t *data);
+/* xb_rest_run with the result and each event through shape (NULL: none). */
+void xb_rest_run_shaped(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse,
+                        xb_rest_shape shape);
 
 /* A route served by an operation (the route's data): xb_rest_op_handler
  * fills the arguments from the path (named by tmpl's {segments}), the
@@ -32,6 +42,8 @@ struct xb_rest_op_route {
         bool no_body;               /* GET, DELETE: a body is ignored */
         struct xb_rest_query query[6];
         enum xb_ecode bad_query;    /* the code for a query value of the wrong type (XB_E_INVALID when 0) */
+        xb_rest_shape shape;        /* or NULL */
+        const char *bad_body_hint;  /* for a body that is not a JSON object; NULL: the table's */
 };
 
 void xb_rest_op_handler(struct xb_req *r);
