@@ -91,6 +91,7 @@
         X(VARIABLES_UNSUPPORTED, "variables_unsupported")             \
         X(BAD_VARIABLE_NAME, "invalid_request")                       \
         X(IMAGE_NOT_FOUND, "image_not_found")                         \
+        X(INVALID_LANGUAGE, "invalid_request")     /* not a language name */ \
         /* the seeds' plugin routes */                                \
         X(GUIDE_NOT_FOLLOWED, "guide_not_followed")                   \
         X(UNAUTHORIZED, "unauthorized")

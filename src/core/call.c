@@ -56,6 +56,13 @@ xb_call_event(struct xb_call *c, const char *name, json_t *data)
 }
 
 void
+xb_call_begin(struct xb_call *c)
+{
+        if ((c->flags & (XB_CALL_EVENTS | XB_CALL_BEGIN)) == (XB_CALL_EVENTS | XB_CALL_BEGIN) && c->ops->event)
+                c->ops->event(c->ctx, NULL, NULL);
+}
+
+void
 xb_call_done(struct xb_call *c, json_t *result)
 {
         const struct xb_sink_ops *ops = c->ops;

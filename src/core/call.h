@@ -21,6 +21,7 @@ struct xb_sink_ops {
 };
 
 #define XB_CALL_EVENTS 0x1u   /* the caller wants events (a stream), not only the result */
+#define XB_CALL_BEGIN 0x2u    /* with events: the sink's event also hears xb_call_begin, as name NULL */
 
 struct xb_call;
 
@@ -37,6 +38,10 @@ bool xb_call_wants_events(const struct xb_call *c);
 /* Who to tell when the call is cancelled (one hook; NULL clears it). */
 void xb_call_on_cancel(struct xb_call *c, void (*fn)(void *owner), void *owner);
 void xb_call_event(struct xb_call *c, const char *name, json_t *data);   /* borrows data */
+/* The operation accepted the call and its events start now, perhaps long
+ * before the first one (a streaming adapter sends its headers). Only for
+ * a call that wants events; a sink without XB_CALL_BEGIN hears nothing. */
+void xb_call_begin(struct xb_call *c);
 /* Finish: the sink gets result (taken; NULL means {}), then c is freed. */
 void xb_call_done(struct xb_call *c, json_t *result);
 /* Finish with err (err->ecode set); c is freed. */

@@ -1,248 +1,156 @@
-/* REST handlers for code sessions and their images, and the seeds' plugin
- * API (dangermode's run_cell, Pandora's exec), which work on a default
- * sandbox per token, created on first use. */
+/* REST routes for code sessions and their images, and the seeds' plugin
+ * API (dangermode's run_cell), which works on a default sandbox per token,
+ * created on first use. The session routes run operations (ops/
+ * op_sessions.c); what REST adds to their neutral results is here: links
+ * to images and advice that names routes. Images are served straight from
+ * core. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "ops/jsonv.h"
 #include "core/core.h"
 #include "core/sessions.h"
+#include "rest/call.h"
+#include "rest/status.h"
 
 #define CODE_MAX (4u << 20)
-#define CELL_TIMEOUT_DEFAULT_MS (120u * 1000)
 
-static struct xb_session *
-api_session(struct xb_req *r, struct xb_sbx **ret_x)
+#define HINT_SESSION_DEAD "POST .../sessions/{sid}/restart starts a fresh interpreter"
+#define HINT_CELL_RUNNING "the cell is still running; POST .../sessions/{sid}/wait for more output, or .../interrupt " \
+                          "to stop it"
+#define HINT_CELL_DEAD "the interpreter died (out of memory, a crash, or killed); POST .../sessions/{sid}/restart " \
+                       "starts a fresh one"
+
+/* ---- REST's view of sessions and cells ---- */
+
+static json_t *
+session_view(json_t *ss)
 {
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_session *ss;
+        json_t *o;
 
-        if (!x)
-                return NULL;
-        ss = xb_session_find(x, xb_req_param(r, 1));
-        if (!ss) {
-                xb_reply_error(r, 404, "session_not_found",
-                               "list sessions with GET /v1/sandboxes/{id}/sessions, or create one with POST",
-                               "no session `%.40s` in sandbox %s", xb_req_param(r, 1), x->id);
-                return NULL;
-        }
-        if (ret_x)
-                *ret_x = x;
-        return ss;
+        if (strcmp(json_string_value(json_object_get(ss, "state")) ?: "", "dead"))
+                return ss;
+        o = json_copy(ss);
+        json_decref(ss);
+        if (o)
+                json_object_set_new(o, "hint", json_string(HINT_SESSION_DEAD));
+        return o;
 }
 
-static void
-reply_session_error(struct xb_req *r, const struct xb_err *err)
+static json_t *
+session_shape(struct xb_req *r, const char *event, json_t *data)
 {
-        if (err->code == EINVAL)
-                xb_api_bad_request(r, err, "use \"python\", \"bash\", \"javascript\", or a Jupyter kernel name "
-                                   "(see `jupyter kernelspec list` in the sandbox)");
-        else if (err->code == ENOSPC)
-                xb_reply_error(r, 429, "too_many_sessions", "delete sessions you no longer need", "%s", err->msg);
-        else if (err->code == EAGAIN)
-                xb_reply_error(r, 503, "sandbox_busy", "retry in a moment", "%s", err->msg);
+        (void)r;
+        (void)event;
+        return session_view(data);
+}
+
+static json_t *
+list_shape(struct xb_req *r, const char *event, json_t *data)
+{
+        json_t *list = json_object_get(data, "sessions"), *out = json_array(), *it;
+        size_t i;
+
+        (void)r;
+        (void)event;
+        json_array_foreach(list, i, it)
+                json_array_append_new(out, session_view(json_incref(it)));
+        json_decref(data);
+        return json_pack("{s:o}", "sessions", out);
+}
+
+/* An output that displayed an image links to it where core named it. */
+static json_t *
+output_view(json_t *o, const char *sandbox_id)
+{
+        const char *name = json_string_value(json_object_get(o, "image")), *key;
+        json_t *out, *v;
+        char url[200];
+
+        if (!name)
+                return o;
+        snprintf(url, sizeof(url), "/v1/sandboxes/%s/images/%s", sandbox_id, name);
+        out = json_object();
+        json_object_foreach(o, key, v)
+                json_object_set_new(out, strcmp(key, "image") ? key : "url",
+                                    strcmp(key, "image") ? json_incref(v) : json_string(url));
+        json_decref(o);
+        return out;
+}
+
+/* The advice a cell's status calls for, naming routes. */
+static json_t *
+cell_hints(json_t *res)
+{
+        const char *status = json_string_value(json_object_get(res, "status")) ?: "";
+        const char *hint = !strcmp(status, "running") ? HINT_CELL_RUNNING : !strcmp(status, "dead") ? HINT_CELL_DEAD
+                                                                                                      : NULL;
+        json_t *o;
+
+        if (!hint)
+                return res;
+        o = json_copy(res);
+        json_decref(res);
+        if (o)
+                json_object_set_new(o, "hint", json_string(hint));
+        return o;
+}
+
+static json_t *
+cell_shape(struct xb_req *r, const char *event, json_t *data)
+{
+        const char *sandbox_id = xb_req_param(r, 0) ?: "";
+        json_t *outs, *o, *copy;
+        size_t i;
+
+        if (event)
+                return output_view(data, sandbox_id);
+        data = cell_hints(data);
+        outs = json_object_get(data, "outputs");
+        if (!json_is_array(outs))
+                return data;
+        copy = json_array();
+        json_array_foreach(outs, i, o)
+                json_array_append_new(copy, output_view(json_incref(o), sandbox_id));
+        o = json_copy(data);
+        json_decref(data);
+        if (o)
+                json_object_set_new(o, "outputs", copy);
         else
-                xb_reply_error(r, 500, "session_failed", "retry, or create a new sandbox", "%s", err->msg);
+                json_decref(copy);
+        return o;
 }
 
-static void
-create_session(struct xb_req *r)
-{
-        static const char *const fields[] = { "language", "kernel", NULL };
-        struct xb_sbx *x = xb_api_sandbox(r);
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        size_t len;
-        const char *b = xb_req_body(r, &len), *lang = NULL, *kernel = NULL;
-        struct xb_session *ss;
+/* ---- the session routes ---- */
 
-        if (!x)
-                return;
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_str(body, "language", 64, &lang, &err) < 0 || xb_jsonv_str(body, "kernel", 64, &kernel, &err) < 0) {
-                xb_api_bad_request(r, &err, "send {\"language\": \"python\"}");
-                return;
-        }
-        if (!lang && !kernel)
-                lang = "python";
-        ss = xb_session_claim_warm(x, kernel ? kernel : lang);
-        if (!ss)
-                ss = xb_session_start(x, kernel ? kernel : lang, false, &err);
-        if (!ss) {
-                reply_session_error(r, &err);
-                return;
-        }
-        xb_session_reply_started(ss, r);
-}
+#define SESSIONS "/v1/sandboxes/{id}/sessions"
 
-static void
-list_sessions(struct xb_req *r)
-{
-        struct xb_sbx *x = xb_api_sandbox(r);
-
-        if (x)
-                xb_reply_json(r, 200, json_pack("{s:o}", "sessions", xb_session_list_json(x)));
-}
-
-static void
-get_session(struct xb_req *r)
-{
-        struct xb_session *ss = api_session(r, NULL);
-
-        if (ss)
-                xb_reply_json(r, 200, xb_session_json(ss));
-}
-
-static void
-delete_session(struct xb_req *r)
-{
-        struct xb_session *ss = api_session(r, NULL);
-
-        if (!ss)
-                return;
-        xb_session_delete(ss);
-        xb_reply_empty(r, 204);
-}
-
-static int
-parse_run(json_t *body, const char **code, uint64_t *timeout, uint64_t *yield, uint64_t *limit, struct xb_err *err)
-{
-        static const char *const fields[] = { "code", "timeout_s", "yield_after_s", "output_limit", NULL };
-        int rc;
-
-        *timeout = CELL_TIMEOUT_DEFAULT_MS;
-        if ((rc = xb_jsonv_fields(body, fields, err)) < 0 || (rc = xb_jsonv_str(body, "code", CODE_MAX, code, err)) < 0 ||
-            (rc = xb_jsonv_seconds(body, "timeout_s", 0, 86400, timeout, err)) < 0 ||
-            (rc = xb_jsonv_seconds(body, "yield_after_s", 0.01, 86400, yield, err)) < 0 ||
-            (rc = xb_jsonv_uint(body, "output_limit", 1024, 64u << 20, limit, err)) < 0)
-                return rc;
-        if (!*code)
-                return xb_err_msg(err, EINVAL, "`code` is required: the cell to run");
-        return 0;
-}
-
-static void
-run_cell(struct xb_req *r)
-{
-        struct xb_session *ss = api_session(r, NULL);
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        size_t len;
-        const char *b = xb_req_body(r, &len), *code = NULL;
-        uint64_t timeout, yield = 0, limit = 0;
-
-        if (!ss)
-                return;
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || parse_run(body, &code, &timeout, &yield, &limit, &err) < 0) {
-                xb_api_bad_request(r, &err, "send {\"code\": \"print(1+1)\"}");
-                return;
-        }
-        xb_session_run(ss, r, code, timeout, yield, limit,
-                       xb_req_accepts(r, "text/event-stream") ? XB_CELL_SSE : XB_CELL_JSON);
-}
-
-static void
-wait_cell(struct xb_req *r)
-{
-        static const char *const fields[] = { "timeout_s", NULL };
-        struct xb_session *ss = api_session(r, NULL);
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        size_t len;
-        const char *b = xb_req_body(r, &len);
-        uint64_t t = 30000;
-
-        if (!ss)
-                return;
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_seconds(body, "timeout_s", 0.01, 3600, &t, &err) < 0) {
-                xb_api_bad_request(r, &err, NULL);
-                return;
-        }
-        xb_session_wait(ss, r, t);
-}
-
-static void
-interrupt_session(struct xb_req *r)
-{
-        struct xb_session *ss = api_session(r, NULL);
-
-        if (!ss)
-                return;
-        xb_session_interrupt(ss);
-        xb_reply_json(r, 200, xb_session_json(ss));
-}
-
-static void
-restart_session(struct xb_req *r)
-{
-        struct xb_session *ss = api_session(r, NULL);
-
-        if (!ss)
-                return;
-        xb_session_restart(ss);
-        xb_reply_json(r, 200, xb_session_json(ss));
-}
-
-static void
-session_input(struct xb_req *r)
-{
-        static const char *const fields[] = { "data", NULL };
-        struct xb_session *ss = api_session(r, NULL);
-        struct xb_err err = { 0 };
-        _cleanup_(xb_json_decrefp) json_t *body = NULL;
-        size_t len;
-        const char *b = xb_req_body(r, &len), *data = NULL;
-
-        if (!ss)
-                return;
-        if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
-            xb_jsonv_str(body, "data", 1 << 20, &data, &err) < 0 || !data) {
-                if (!err.msg[0])
-                        xb_err_msg(&err, EINVAL, "`data` is required: the text to type, e.g. \"y\\n\"");
-                xb_api_bad_request(r, &err, NULL);
-                return;
-        }
-        if (xb_session_input(ss, data, &err) < 0) {
-                xb_reply_error(r, 409, "no_input", "only a running bash command reads input", "%s", err.msg);
-                return;
-        }
-        xb_reply_json(r, 200, json_pack("{s:b}", "ok", 1));
-}
-
-static bool
-identifier(const char *s)
-{
-        size_t n = s ? strlen(s) : 0;
-
-        if (n == 0 || n > 200)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!(s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                      (i && s[i] >= '0' && s[i] <= '9')))
-                        return false;
-        return true;
-}
-
-static void
-get_variable(struct xb_req *r)
-{
-        struct xb_session *ss = api_session(r, NULL);
-        const char *name = xb_req_param(r, 2);
-
-        if (!ss)
-                return;
-        if (!identifier(name)) {
-                xb_reply_error(r, 400, "invalid_request", "use a variable name such as df or results.mean",
-                               "`%.64s` is not a variable name", name ? name : "");
-                return;
-        }
-        xb_session_variable(ss, r, name);
-}
+static const struct xb_rest_op_route create_route = { .op = "create_session", .tmpl = SESSIONS, .status = 201,
+                                                      .shape = session_shape,
+                                                      .bad_body_hint = "send {\"language\": \"python\"}" };
+static const struct xb_rest_op_route list_route = { .op = "list_sessions", .tmpl = SESSIONS, .no_body = true,
+                                                    .shape = list_shape };
+static const struct xb_rest_op_route get_route = { .op = "get_session", .tmpl = SESSIONS "/{sid}", .no_body = true,
+                                                   .shape = session_shape };
+static const struct xb_rest_op_route delete_route = { .op = "delete_session", .tmpl = SESSIONS "/{sid}",
+                                                      .status = 204, .no_body = true };
+static const struct xb_rest_op_route run_route = { .op = "run_code", .tmpl = SESSIONS "/{sid}/run", .sse = true,
+                                                   .shape = cell_shape,
+                                                   .bad_body_hint = "send {\"code\": \"print(1+1)\"}" };
+static const struct xb_rest_op_route wait_route = { .op = "wait_session", .tmpl = SESSIONS "/{sid}/wait",
+                                                    .shape = cell_shape };
+static const struct xb_rest_op_route interrupt_route = { .op = "interrupt_session", .tmpl = SESSIONS "/{sid}/interrupt",
+                                                         .no_body = true, .shape = session_shape };
+static const struct xb_rest_op_route restart_route = { .op = "restart_session", .tmpl = SESSIONS "/{sid}/restart",
+                                                       .no_body = true, .shape = session_shape };
+static const struct xb_rest_op_route input_route = { .op = "session_input", .tmpl = SESSIONS "/{sid}/input" };
+static const struct xb_rest_op_route variable_route = { .op = "get_variable",
+                                                        .tmpl = SESSIONS "/{sid}/variables/{name}", .no_body = true };
 
 static void
 serve_image(struct xb_req *r, struct xb_sbx *x, const char *name)
@@ -250,10 +158,11 @@ serve_image(struct xb_req *r, struct xb_sbx *x, const char *name)
         const char *mime;
         size_t n;
         const void *data = xb_image_find(x, name, &n, &mime);
+        struct xb_err err = { 0 };
 
         if (!data) {
-                xb_reply_error(r, 404, "image_not_found", "images are kept per sandbox, the newest 64; run the cell again",
-                               "no image `%.80s`", name);
+                xb_err_code(&err, XB_E_IMAGE_NOT_FOUND, ENOENT, NULL, "no image `%.80s`", name);
+                xb_rest_fail(r, &err);
                 return;
         }
         xb_reply_bytes(r, 200, mime, data, n);
@@ -299,34 +208,119 @@ xb_default_sandbox(struct xb_req *r)
         return x;
 }
 
-static struct xb_session *
-default_session(struct xb_req *r, struct xb_sbx **ret_x)
+/* The default sandbox's Python session, started when there is none; or a
+ * reply and NULL. The arguments for an operation on it go in args. */
+static bool
+default_session(struct xb_req *r, json_t *args)
 {
         struct xb_sbx *x = xb_default_sandbox(r);
-        struct xb_session *ss = NULL;
+        struct xb_session *ss;
         struct xb_err err = { 0 };
-        json_t *list;
-        size_t i;
-        json_t *it;
 
         if (!x)
-                return NULL;
-        list = xb_session_list_json(x);
-        json_array_foreach(list, i, it)
-                if (!strcmp(json_string_value(json_object_get(it, "language")) ?: "", "python") &&
-                    strcmp(json_string_value(json_object_get(it, "state")) ?: "", "dead"))
-                        ss = xb_session_find(x, json_string_value(json_object_get(it, "id")));
-        json_decref(list);
+                return false;
+        ss = xb_session_find_live(x, "python");
         if (!ss)
                 ss = xb_session_claim_warm(x, "python");
         if (!ss)
                 ss = xb_session_start(x, "python", false, &err);
         if (!ss) {
-                reply_session_error(r, &err);
-                return NULL;
+                xb_rest_fail(r, &err);
+                return false;
         }
-        *ret_x = x;
-        return ss;
+        json_object_set_new(args, "id", json_string(x->id));
+        json_object_set_new(args, "sid", json_string(xb_session_id(ss)));
+        return true;
+}
+
+/* "/v1/sandboxes/ID/images/NAME" becomes dangermode's "/images/NAME". */
+static json_t *
+dm_url(json_t *url)
+{
+        const char *u = json_string_value(url), *slash = u ? strrchr(u, '/') : NULL;
+        char out[160];
+
+        snprintf(out, sizeof(out), "/images/%s", slash ? slash + 1 : "");
+        return json_string(out);
+}
+
+/* A cell's result in dangermode's shape. */
+static json_t *
+dangermode_json(json_t *res)
+{
+        json_t *outs = json_object_get(res, "outputs"), *o, *displays = json_array(), *result = json_null(), *error =
+                                                                                                                   json_null();
+        struct xb_buf out = { .max = 64u << 20 }, err = { .max = 64u << 20 };
+        size_t i;
+
+        json_array_foreach(outs, i, o) {
+                const char *t = json_string_value(json_object_get(o, "type"));
+
+                if (!t)
+                        continue;
+                if (!strcmp(t, "stream")) {
+                        const char *name = json_string_value(json_object_get(o, "name"));
+
+                        xb_buf_puts(name && !strcmp(name, "stderr") ? &err : &out,
+                                    json_string_value(json_object_get(o, "text")) ?: "");
+                } else if (!strcmp(t, "display")) {
+                        json_t *d = json_deep_copy(json_object_get(o, "data"));
+
+                        /* dangermode gives images as URLs, not base64 */
+                        if (json_object_get(o, "url") && json_object_get(d, "image/png"))
+                                json_object_set_new(d, "image/png", dm_url(json_object_get(o, "url")));
+                        json_array_append_new(displays, d);
+                } else if (!strcmp(t, "result")) {
+                        json_decref(result);
+                        result = json_deep_copy(json_object_get(o, "data"));
+                        if (json_object_get(o, "url") && json_object_get(result, "image/png"))
+                                json_object_set_new(result, "image/png", dm_url(json_object_get(o, "url")));
+                } else if (!strcmp(t, "error")) {
+                        json_decref(error);
+                        error = json_pack("{s:O,s:O,s:O}", "ename", json_object_get(o, "name"), "evalue",
+                                          json_object_get(o, "value"), "traceback", json_object_get(o, "traceback"));
+                }
+        }
+        if (json_is_null(error) && strcmp(json_string_value(json_object_get(res, "status")) ?: "", "ok")) {
+                /* Not ok without a Python exception: timeout, or a dead interpreter. */
+                json_decref(error);
+                error = json_pack("{s:s,s:s,s:[]}", "ename", json_string_value(json_object_get(res, "status")) ?: "error",
+                                  "evalue", json_string_value(json_object_get(res, "hint")) ?: "", "traceback");
+        }
+        o = json_pack("{s:b,s:o,s:o,s:s%,s:s%,s:o}", "success",
+                      !strcmp(json_string_value(json_object_get(res, "status")) ?: "", "ok"), "execute_result", result,
+                      "displays", displays, "stdout", out.data ? out.data : "", out.len, "stderr",
+                      err.data ? err.data : "", err.len, "error", error);
+        xb_buf_free(&out);
+        xb_buf_free(&err);
+        return o;
+}
+
+static json_t *
+dm_shape(struct xb_req *r, const char *event, json_t *data)
+{
+        json_t *o;
+
+        if (event)
+                return data;
+        data = cell_shape(r, NULL, data);
+        o = dangermode_json(data);
+        json_decref(data);
+        return o;
+}
+
+static bool
+identifier(const char *s)
+{
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 200)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!(s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                      (i && s[i] >= '0' && s[i] <= '9')))
+                        return false;
+        return true;
 }
 
 static void
@@ -335,10 +329,9 @@ dm_run_cell(struct xb_req *r)
         static const char *const fields[] = { "code", NULL };
         struct xb_err err = { 0 };
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
+        _cleanup_(xb_json_decrefp) json_t *args = json_object();
         size_t len;
         const char *b = xb_req_body(r, &len), *code = NULL;
-        struct xb_session *ss;
-        struct xb_sbx *x;
 
         if (xb_jsonv_parse(b, len, &body, &err) < 0 || xb_jsonv_fields(body, fields, &err) < 0 ||
             xb_jsonv_str(body, "code", CODE_MAX, &code, &err) < 0 || !code) {
@@ -347,17 +340,16 @@ dm_run_cell(struct xb_req *r)
                 xb_api_bad_request(r, &err, "send {\"code\": \"1+1\"}");
                 return;
         }
-        ss = default_session(r, &x);
-        if (!ss)
+        if (!args || !default_session(r, args))
                 return;
-        xb_session_run(ss, r, code, CELL_TIMEOUT_DEFAULT_MS, 0, 0, XB_CELL_DANGERMODE);
+        json_object_set_new(args, "code", json_string(code));
+        xb_rest_run_shaped(r, "run_code", args, 200, false, dm_shape);
 }
 
 static void
 dm_variable(struct xb_req *r)
 {
-        struct xb_session *ss;
-        struct xb_sbx *x;
+        _cleanup_(xb_json_decrefp) json_t *args = json_object();
         const char *name = xb_req_param(r, 0);
 
         if (!identifier(name)) {
@@ -365,9 +357,10 @@ dm_variable(struct xb_req *r)
                                name ? name : "");
                 return;
         }
-        ss = default_session(r, &x);
-        if (ss)
-                xb_session_variable(ss, r, name);
+        if (!args || !default_session(r, args))
+                return;
+        json_object_set_new(args, "name", json_string(name));
+        xb_rest_run(r, "get_variable", args, 200, false);
 }
 
 static void
@@ -380,19 +373,19 @@ dm_image(struct xb_req *r)
 }
 
 const struct xb_route xb_api_routes_sessions[] = {
-        { "POST", "/v1/sandboxes/{}/sessions", create_session, 0 },
-        { "GET", "/v1/sandboxes/{}/sessions", list_sessions, 0 },
-        { "GET", "/v1/sandboxes/{}/sessions/{}", get_session, 0 },
-        { "DELETE", "/v1/sandboxes/{}/sessions/{}", delete_session, 0 },
-        { "POST", "/v1/sandboxes/{}/sessions/{}/run", run_cell, 0 },
-        { "POST", "/v1/sandboxes/{}/sessions/{}/wait", wait_cell, 0 },
-        { "POST", "/v1/sandboxes/{}/sessions/{}/interrupt", interrupt_session, 0 },
-        { "POST", "/v1/sandboxes/{}/sessions/{}/restart", restart_session, 0 },
-        { "POST", "/v1/sandboxes/{}/sessions/{}/input", session_input, 0 },
-        { "GET", "/v1/sandboxes/{}/sessions/{}/variables/{}", get_variable, 0 },
-        { "GET", "/v1/sandboxes/{}/images/{}", get_image, 0 },
-        { "POST", "/api/run_cell", dm_run_cell, 0 },
-        { "GET", "/api/variable/{}", dm_variable, 0 },
-        { "GET", "/images/{}", dm_image, 0 },
+        { "POST", "/v1/sandboxes/{}/sessions", xb_rest_op_handler, 0, &create_route },
+        { "GET", "/v1/sandboxes/{}/sessions", xb_rest_op_handler, 0, &list_route },
+        { "GET", "/v1/sandboxes/{}/sessions/{}", xb_rest_op_handler, 0, &get_route },
+        { "DELETE", "/v1/sandboxes/{}/sessions/{}", xb_rest_op_handler, 0, &delete_route },
+        { "POST", "/v1/sandboxes/{}/sessions/{}/run", xb_rest_op_handler, 0, &run_route },
+        { "POST", "/v1/sandboxes/{}/sessions/{}/wait", xb_rest_op_handler, 0, &wait_route },
+        { "POST", "/v1/sandboxes/{}/sessions/{}/interrupt", xb_rest_op_handler, 0, &interrupt_route },
+        { "POST", "/v1/sandboxes/{}/sessions/{}/restart", xb_rest_op_handler, 0, &restart_route },
+        { "POST", "/v1/sandboxes/{}/sessions/{}/input", xb_rest_op_handler, 0, &input_route },
+        { "GET", "/v1/sandboxes/{}/sessions/{}/variables/{}", xb_rest_op_handler, 0, &variable_route },
+        { "GET", "/v1/sandboxes/{}/images/{}", get_image, 0, NULL },
+        { "POST", "/api/run_cell", dm_run_cell, 0, NULL },
+        { "GET", "/api/variable/{}", dm_variable, 0, NULL },
+        { "GET", "/images/{}", dm_image, 0, NULL },
 };
 const size_t xb_api_nroutes_sessions = sizeof(xb_api_routes_sessions) / sizeof(xb_api_routes_sessions[0]);

@@ -20,6 +20,7 @@ struct rest_call {
         unsigned status;
         bool inside;                /* still in xb_rest_run: the handler frees */
         const struct xb_rest_decor *decor;
+        xb_rest_shape shape;
         struct xb_err *then_fail;   /* a check_op's: reply this once it succeeds */
 };
 
@@ -60,8 +61,12 @@ on_event(void *ctx, const char *name, json_t *data)
 
         if (!rc->stream && rc->req)
                 rc->stream = xb_reply_stream(rc->req, 200, "text/event-stream", on_gone, rc);
-        if (rc->stream)
-                xb_stream_event(rc->stream, name, json_incref(data));
+        if (!name || !rc->stream)
+                return;   /* NULL: xb_call_begin, the stream is open */
+        data = json_incref(data);
+        if (rc->shape)
+                data = rc->shape(rc->req, name, data);
+        xb_stream_event(rc->stream, name, data);
 }
 
 static void
@@ -78,6 +83,8 @@ on_done(void *ctx, json_t *result)
         }
         if (rc->decor && rc->decor->result)
                 result = rc->decor->result(result);
+        if (rc->shape && (rc->stream || rc->req))
+                result = rc->shape(rc->req, NULL, result);
         if (rc->stream) {
                 xb_stream_event(rc->stream, "result", result);
                 xb_stream_end(rc->stream);
@@ -112,7 +119,7 @@ static const struct xb_sink_ops rest_sink = { on_event, on_done, on_fail };
 
 static void
 run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, const struct xb_rest_decor *decor,
-    const struct xb_err *then_fail)
+    xb_rest_shape shape, const struct xb_err *then_fail)
 {
         const struct xb_op *op = xb_op_find(name);
         struct rest_call *rc;
@@ -125,7 +132,7 @@ run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool ss
         }
         rc = calloc(1, sizeof(*rc));
         if (rc)
-                rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS : 0);
+                rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS | XB_CALL_BEGIN : 0);
         if (then_fail && (then = malloc(sizeof(*then))))
                 *then = *then_fail;
         if (!rc || !rc->call || (then_fail && !then)) {
@@ -137,7 +144,7 @@ run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool ss
                 return;
         }
         *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true,
-                                  .decor = decor, .then_fail = then };
+                                  .decor = decor, .shape = shape, .then_fail = then };
         xb_op_run(op, xb_req_app(req), xb_req_tenant(req), args, rc->call);
         rc->inside = false;
         if (!rc->call) {
@@ -151,7 +158,13 @@ run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool ss
 void
 xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse)
 {
-        run(req, name, args, status, sse, NULL, NULL);
+        run(req, name, args, status, sse, NULL, NULL, NULL);
+}
+
+void
+xb_rest_run_shaped(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, xb_rest_shape shape)
+{
+        run(req, name, args, status, sse, NULL, shape, NULL);
 }
 
 static int
@@ -226,7 +239,7 @@ bad_request(struct xb_req *r, const struct xb_rest_op_route *rt, const struct xb
                 return;
         }
         path_args(r, rt->tmpl, args);
-        run(r, rt->check_op, args, 200, false, NULL, err);
+        run(r, rt->check_op, args, 200, false, NULL, NULL, err);
 }
 
 void
@@ -240,6 +253,7 @@ xb_rest_op_handler(struct xb_req *r)
 
         if (xb_jsonv_parse(body, len, &args, &err) < 0) {
                 err.ecode = rt->bad_body ? rt->bad_body : XB_E_INVALID;
+                err.hint = rt->bad_body_hint;
                 bad_request(r, rt, &err);
                 return;
         }
@@ -258,5 +272,6 @@ xb_rest_op_handler(struct xb_req *r)
                 if (j)
                         json_object_set_new(args, q->name, j);
         }
-        run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->decor, NULL);
+        run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->decor, rt->shape,
+            NULL);
 }

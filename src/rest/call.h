@@ -13,7 +13,7 @@
 #include "base/err.h"
 #include "transport/http.h"
 
-/* args is borrowed. */
+/* args is borrowed. A 204 answers with no body. */
 void xb_rest_run(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse);
 
 /* REST's own words on an operation's outcome, where they name routes (the
@@ -24,6 +24,15 @@ struct xb_rest_decor {
         json_t *(*result)(json_t *result);
         void (*error)(struct xb_err *err, bool streamed);
 };
+/* Turns an operation's neutral data into REST's (links to routes, advice
+ * naming routes): event is the event's name, or NULL for the result. It
+ * takes data and returns what to send, data itself or a new value. data,
+ * and what it holds, may be shared with the engine: change nothing in
+ * place, json_copy what you change. */
+typedef json_t *(*xb_rest_shape)(struct xb_req *r, const char *event, json_t *data);
+/* xb_rest_run with the result and each event through shape (NULL: none). */
+void xb_rest_run_shaped(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse,
+                        xb_rest_shape shape);
 
 /* A route served by an operation (the route's data): xb_rest_op_handler
  * fills the arguments from the path (named by tmpl's {segments}), the
@@ -47,6 +56,8 @@ struct xb_rest_op_route {
          * wins over the malformed request. NULL: the 400 comes first. */
         const char *check_op;
         const struct xb_rest_decor *decor;
+        xb_rest_shape shape;        /* or NULL */
+        const char *bad_body_hint;  /* for a body that is not a JSON object; NULL: the table's */
 };
 
 void xb_rest_op_handler(struct xb_req *r);

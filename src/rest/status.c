@@ -114,6 +114,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
                                          "inspected" },
         [XB_E_BAD_VARIABLE_NAME] = { 400, "use a variable name such as df or results.mean" },
         [XB_E_IMAGE_NOT_FOUND] = { 404, "images are kept per sandbox, the newest 64; run the cell again" },
+        [XB_E_INVALID_LANGUAGE] = { 400, "use \"python\", \"bash\", \"javascript\", or a Jupyter kernel name (see "
+                                    "`jupyter kernelspec list` in the sandbox)" },
 
         [XB_E_GUIDE_NOT_FOLLOWED] = { 400, "read the guide first: GET /getGuide, then retry with guideFollowed: true" },
         [XB_E_UNAUTHORIZED] = { 401, "send a bearer token" },

@@ -1,0 +1,110 @@
+/* Internals shared by the session files: sessions.c (lifecycle, variables,
+ * init events), session_io.c (the driver's pipes and protocol), cells.c
+ * (running, queueing, timing out and answering cells) and images.c. Not
+ * for other modules: they use sessions.h. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/loop.h"
+#include "core/call.h"
+
+struct xb_sbx;
+
+#define XB__LINE_MAX_BYTES (32u << 20)
+#define XB__STDERR_TAIL 8192
+
+enum xb__ss_state { SS_STARTING, SS_IDLE, SS_BUSY, SS_DEAD };
+
+struct xb__cell {
+        struct xb__cell *next;         /* queue */
+        struct xb_session *ss;
+        uint64_t id;
+        char *code;
+        struct xb_call *call;          /* who gets the next answer; NULL once answered or gone */
+        bool stream;                   /* call takes outputs as events as they come */
+        json_t *outputs;
+        size_t returned;               /* outputs already sent by a soft-timeout reply */
+        uint64_t start_ms, end_ms, timeout_ms, yield_ms, output_limit;
+        uint64_t stream_bytes, dropped;
+        unsigned images;
+        bool timed_out, done;
+        bool yielded;                  /* answered "running" once: keep the end for a wait */
+        json_t *exit_code, *cwd;       /* bash sessions */
+        char status[16];
+        struct xb_timer hard, soft, grace, wait, escalate;
+};
+
+struct xb__var_req {
+        struct xb__var_req *next;      /* call is NULL once its client left */
+        struct xb_session *ss;
+        uint64_t id;
+        struct xb_call *call;
+};
+
+struct xb_session {
+        struct xb_session *next;
+        struct xb_defer defer;        /* session_free */
+        struct xb_sbx *sbx;
+        char id[17];
+        char language[64];
+        char mode[16];                 /* python, jupyter, bash, javascript */
+        enum xb__ss_state state;
+        bool warm, claimed, preload;
+        uint32_t tag;
+        pid_t pid;
+        int in_fd, out_fd, err_fd;
+        struct xb_io in_io, out_io, err_io;
+        struct xb_buf inbuf, line, errtail;
+        uint64_t next_id;
+        int exec_count;
+        struct xb__cell *cell, *queue;
+        struct xb__cell *finished;     /* ended after a "running" reply, unseen: for the next wait */
+        unsigned nqueue;
+        struct xb__var_req *vars;
+        struct xb_call *start_call;    /* a create that waits for a kernel to start */
+        struct xb_timer start_timer;
+        char death[240];
+        uint64_t started_ms;
+};
+
+/* ---- sessions.c ---- */
+/* Mark ss dead for why: kill the driver, close its pipes, answer everyone waiting. */
+void xb__session_died(struct xb_session *ss, const char *why);
+/* The driver said "ready". */
+void xb__session_ready(struct xb_session *ss);
+/* The driver answered variable request id (ev is its event, borrowed). */
+void xb__session_variable_event(struct xb_session *ss, uint64_t id, json_t *ev);
+
+/* ---- session_io.c ---- */
+/* Queue one request line to the driver (takes req); -errno when it cannot be queued. */
+int xb__session_send(struct xb_session *ss, json_t *req);
+/* Spawn the driver through init with fresh pipes; ss is STARTING after. */
+int xb__session_spawn(struct xb_session *ss, struct xb_err *err);
+/* Stop watching and close the driver's pipes. */
+void xb__session_close_pipes(struct xb_session *ss);
+/* python, bash, javascript, or jupyter for any other name. */
+const char *xb__driver_mode(const char *language);
+/* Whether v is a string of at most max bytes. */
+bool xb__valid_text(json_t *v, size_t max);
+
+/* ---- cells.c ---- */
+void xb__cell_free(struct xb__cell *c);
+/* Answer whoever waits on the cell with what it has not seen. */
+void xb__cell_reply(struct xb__cell *c, const char *status);
+/* The cell ended with status: answer, keep it for a wait if someone saw
+ * "running", and start the next queued cell. */
+void xb__cell_finish(struct xb__cell *c, const char *status);
+/* Append one output (taken) to the cell, within its caps. */
+void xb__cell_add_output(struct xb__cell *c, json_t *o);
+/* Begin the next queued cell if the session is idle. */
+void xb__cell_start_next(struct xb_session *ss);
+
+/* ---- images.c ---- */
+/* Decode and keep an image for sandbox x; returns its name (valid until
+ * evicted) or NULL when it is not a valid image. Oldest go first. */
+const char *xb__image_store(struct xb_sbx *x, const char *mime, const char *b64, const char *hint_name);
