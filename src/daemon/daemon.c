@@ -159,9 +159,9 @@ drain(struct xb_server *s)
         xb_timer_stop(&t);
 }
 
-/* Set up everything but a front: the engine, the loop, signals, tokens, the
- * router (listening when o->listen is set, else for injected requests
- * only), the MCP core and the warm pool. On failure everything is undone. */
+/* Set up the engine, the loop, signals, tokens, the HTTP front (when
+ * o->listen is set), the MCP core and the warm pool. On failure everything
+ * is undone. */
 int
 xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 {
@@ -228,11 +228,12 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
                 .ntokens = s->ntokens, .app = s,
         };
-        if (xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
+        /* execbox mcp over stdio has no HTTP front at all. */
+        if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;
         }
-        mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s, .router = s->http, .defaults = &s->o.defaults,
+        mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s, .defaults = &s->o.defaults,
                                    .plugins = s->o.conformance_fixtures ? fixtures : NULL,
                                    .ntenants = s->ntokens ? s->ntokens : 1 };
         if (xb_mcp_new(&mo, &s->mcp, &err) < 0) {
@@ -263,7 +264,7 @@ xb_server_close(struct xb_server *s)
         if (!s)
                 return;
         s->stopping = true;
-        /* MCP's work first (injected requests need the router), then the
+        /* MCP's work first (its calls end while the engine runs), then the
          * connections, then MCP's contexts (the fronts let go of them). */
         xb_mcp_shutdown(s->mcp);
         if (s->http)

@@ -9,8 +9,7 @@
  * never reaches into the sandbox engine itself: every tool runs
  * operations of the op table (ops/ops.h) with a sink, so MCP and REST
  * share one set of operations, limits and errors; MCP words its own hints
- * (hints.c). While an operation is not in the table yet, it runs as the
- * REST request it used to be, injected into the router (mcp_legacy.c).
+ * (hints.c).
  *
  * Two eras are served side by side. Legacy clients (2025-03-26, 2025-06-18,
  * 2025-11-25) open with initialize; each gets a client context (an HTTP
@@ -41,7 +40,6 @@ struct xb_mcp_call;
 struct xb_mcp_opts {
         struct xb_loop *loop;
         struct xb_server *core;            /* operations run on it; NULL: none (unit tests) */
-        struct xb_http *router;            /* TRANSITION: operations not in the op table run here as REST */
         const struct xb_limits *defaults;  /* for the guide */
         /* Opt-in plug-ins to serve too, by name, NULL-terminated, such as
          * XB_FIXTURES_PLUGIN (tests/fixtures/mcp_fixtures.c). */

@@ -159,13 +159,6 @@ void mcp_op_detached(struct xb_mcp *m, int tenant, const char *name, json_t *arg
 /* Its call or context is gone: cancel the operation and free op. */
 void mcp_op_cancel(struct mcp_op *op);
 
-/* ---- mcp_legacy.c: TRANSITION, deleted once every operation is in the table ---- */
-/* Run an operation that is not in the op table yet as the injected REST
- * request it used to be, and finish call with the reply. */
-void mcp_legacy_run(struct xb_mcp *m, int tenant, const char *name, json_t *args, struct xb_call *call);
-/* A REST error reply ({"error": {...}} with its status) as an error. */
-void mcp_legacy_err(unsigned status, const void *data, size_t len, struct xb_err *err);
-
 /* ---- hints.c ---- */
 /* What a model should do about err: MCP's advice for its code, else
  * err->hint, else a neutral default. Static. */

@@ -120,12 +120,12 @@ op_start(struct xb_mcp *m, int tenant, const struct mcp_op *tmpl, const char *na
                 op->call->op = op;
         if (op->client)
                 op->client->op = op;
-        /* Without an engine (unit tests) no operation runs. */
+        /* Without an engine (the unit tests) no operation runs. */
         o = m->o.core ? xb_op_find(name) : NULL;
         if (o)
                 xb_op_run(o, m->o.core, tenant, args, op->xc);
         else
-                mcp_legacy_run(m, tenant, name, args, op->xc);   /* TRANSITION */
+                xb_call_failf(op->xc, XB_E_INTERNAL, NULL, "the operation `%s` is not available here", name);
         op->inside = false;
         if (!op->xc)
                 free(op);   /* finished or cancelled already */

@@ -2,8 +2,8 @@
  * request life cycle (created at its headers, body buffered or sunk,
  * handler, suspend and resume, the client leaving, freed when MHD says it
  * is complete), request accessors, start and stop. See http.h for the
- * theory of operation; routing, replies, streams, sockets and injected
- * requests each have their own file (http_int.h lists them). */
+ * theory of operation; routing, replies, streams and sockets each have
+ * their own file (http_int.h lists them). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -94,8 +94,6 @@ xb_req_route_data(const struct xb_req *r)
 const char *
 xb_req_header(const struct xb_req *r, const char *name)
 {
-        if (r->virt)
-                return http_virt_header(r, name);
         return MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, name);
 }
 
@@ -230,10 +228,6 @@ xb_req_suspend(struct xb_req *r, xb_gone_cb on_gone, void *owner)
         r->owner = owner;
         if (r->suspended || r->replied)
                 return;
-        if (r->virt) {
-                r->suspended = true;
-                return;
-        }
         http_conn_suspend(r);
         http_watch_start(r);
 }
@@ -243,10 +237,6 @@ xb_req_resume(struct xb_req *r)
 {
         if (!r->suspended)
                 return;
-        if (r->virt) {
-                http_virt_resume(r);
-                return;
-        }
         http_watch_stop(r);
         http_conn_resume(r);
         http_mark_run(r->http);
@@ -281,8 +271,6 @@ http_req_free(struct xb_req *r)
                         r->susp_next->susp_pprev = r->susp_pprev;
         }
         http_watch_stop(r);
-        if (r->virt)
-                http_virt_release(r);
         if (r->stream)
                 r->stream->req = NULL;
         free(r->path);
@@ -427,10 +415,8 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
         h->nroutes = nroutes;
         h->listen_fd = -1;
         if (!o->listen) {
-                /* A router for injected requests only (execbox mcp over stdio). */
-                snprintf(h->url, sizeof(h->url), "stdio:");
-                *ret = h;
-                return 0;
+                free(h);
+                return xb_err_msg(err, EINVAL, "the HTTP front needs an address to listen on");
         }
         if ((r = xb_mhd_load(err)) < 0) {
                 free(h);

@@ -109,30 +109,6 @@ void xb_req_set_sink(struct xb_req *r, int fd);
 uint64_t xb_req_sink_bytes(const struct xb_req *r);
 int xb_req_sink_error(const struct xb_req *r);
 
-/* Requests without a connection: MCP's tool calls and the stdio transport
- * run REST operations through the same router and handlers. reply is
- * called exactly once (perhaps before xb_http_inject returns); event gets
- * each streamed event of a handler that streams (data is borrowed). The
- * caller trusts tenant: it has authenticated the client itself. */
-struct xb_vreq {
-        const char *method;
-        const char *path;
-        const char *const *query;      /* NULL-terminated name, value pairs */
-        const char *const *headers;    /* NULL-terminated name, value pairs */
-        const void *body;
-        size_t body_len;
-        int tenant;
-};
-struct xb_vreply_ops {
-        void (*reply)(void *ctx, unsigned status, const char *ctype, const void *data, size_t len);
-        void (*event)(void *ctx, const char *name, json_t *data);
-};
-struct xb_req *xb_http_inject(struct xb_http *h, const struct xb_vreq *v, const struct xb_vreply_ops *ops, void *ctx);
-/* Abandon an injected request before its reply: its work is cancelled
- * (on_gone runs) and reply is never called. */
-void xb_req_cancel(struct xb_req *r);
-/* A router with no listener, for injected requests only (opts.listen NULL). */
-
 /* Streamed replies (text/event-stream and the like). */
 struct xb_stream *xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype,
                                   xb_gone_cb on_gone, void *owner);

@@ -1,7 +1,7 @@
 /* Internals shared by the HTTP front's files: http.c (libmicrohttpd glue,
  * connections, the request life cycle), listen.c (sockets), route.c (the
- * router and what it checks), reply.c (immediate and fd replies), sse.c
- * (streamed replies) and inject.c (requests without a connection).
+ * router and what it checks), reply.c (immediate and fd replies) and sse.c
+ * (streamed replies).
  * Not for users of the front: they use transport/http.h. */
 #pragma once
 #include <stdbool.h>
@@ -62,11 +62,6 @@ struct xb_req {
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
         struct xb_stream *stream;
-        /* injected requests (no connection): inject.c */
-        bool virt;
-        const struct xb_vreply_ops *vops;
-        void *vctx;
-        char **vquery, **vheaders;     /* owned copies, name/value pairs */
 };
 
 struct xb_stream {
@@ -107,14 +102,3 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 /* Send resp (consumed) as r's one reply, with r's extra headers. */
 void http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp);
 
-/* inject.c: the injected request's side of each operation. */
-const char *http_virt_query(const struct xb_req *r, const char *name);
-const char *http_virt_header(const struct xb_req *r, const char *name);
-void http_virt_resume(struct xb_req *r);
-void http_virt_reply(struct xb_req *r, unsigned status, const char *ctype, const void *p, size_t n);
-void http_virt_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64_t off, uint64_t len);
-struct xb_stream *http_virt_stream(struct xb_req *r, xb_gone_cb on_gone, void *owner);
-void http_virt_event(struct xb_stream *s, const char *name, json_t *data);
-void http_virt_stream_end(struct xb_stream *s);
-/* What only an injected request owns (its stream, query and headers). */
-void http_virt_release(struct xb_req *r);

@@ -45,10 +45,6 @@ xb_reply_bytes(struct xb_req *r, unsigned status, const char *ctype, const void 
 {
         struct MHD_Response *resp;
 
-        if (r->virt) {
-                http_virt_reply(r, status, ctype, p, n);
-                return;
-        }
         resp = MHD(create_response_from_buffer)(n, (void *)p, MHD_RESPMEM_MUST_COPY);
 
         if (resp && ctype)
@@ -68,11 +64,6 @@ xb_reply_json(struct xb_req *r, unsigned status, json_t *body)
                                           "\"hint\":\"retry in a moment\"}}";
 
                 xb_reply_bytes(r, 503, "application/json", oom, sizeof(oom) - 1);
-                return;
-        }
-        if (r->virt) {
-                http_virt_reply(r, status, "application/json", s, strlen(s));
-                free(s);
                 return;
         }
         resp = MHD(create_response_from_buffer)(strlen(s), s, MHD_RESPMEM_MUST_FREE);
@@ -157,10 +148,6 @@ xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64
         struct fd_body *body;
         const union MHD_ConnectionInfo *ci;
 
-        if (r->virt) {
-                http_virt_reply_fd(r, status, ctype, fd, off, len);
-                return;
-        }
         body = malloc(sizeof(*body));
         resp = body ? MHD(create_response_from_callback)(len, 256u << 10, fd_reader, body, fd_free) : NULL;
         if (!resp) {

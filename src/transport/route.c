@@ -202,8 +202,6 @@ xb_req_query(const struct xb_req *r, const char *name, int *err)
 
         if (err)
                 *err = 0;
-        if (r->virt)
-                return http_virt_query(r, name);
         if (MHD(lookup_connection_value_n)(r->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &len) != MHD_YES)
                 return NULL;
         if (!v)

@@ -72,9 +72,7 @@ stream_wake(struct xb_stream *s)
                 /* Not xb_req_resume: that stops the watch for the client
                  * leaving, and the reader parks the connection again once
                  * this is sent; a client that left then would go unseen. */
-                if (s->req->virt)
-                        xb_req_resume(s->req);
-                else if (s->req->suspended) {
+                if (s->req->suspended) {
                         http_conn_resume(s->req);
                         http_mark_run(s->req->http);
                 }
@@ -87,8 +85,6 @@ xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype, xb_gone_cb
         struct xb_stream *s;
         struct MHD_Response *resp;
 
-        if (r->virt)
-                return http_virt_stream(r, on_gone, owner);
         s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
@@ -151,10 +147,6 @@ xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
         char *j;
         int r;
 
-        if (s && s->req && s->req->virt) {
-                http_virt_event(s, name, data);
-                return 0;
-        }
         j = json_dumps(data, JSON_COMPACT);
         json_decref(data);
         if (!j)
@@ -169,10 +161,6 @@ xb_stream_end(struct xb_stream *s)
 {
         if (!s)
                 return;
-        if (s->req && s->req->virt) {
-                http_virt_stream_end(s);
-                return;
-        }
         s->ended = true;
         if (s->req) {
                 s->req->on_gone = NULL;

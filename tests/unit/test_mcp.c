@@ -1,9 +1,9 @@
 /* Unit tests for the MCP core (mcp/mcp.h) without sandboxes: JSON-RPC
  * framing and its errors, the lifecycle of both eras, lists and prompts,
  * tool argument checking against the catalog's schemas, error texts and
- * hints, and the byte helpers (base64, image magic). The core runs with no
- * engine and a router with no routes, so a tool that reaches an
- * operation gets the failure as a tool error. */
+ * hints, and the byte helpers (image magic). The core runs with no
+ * engine, so a tool that reaches an operation gets the failure as a tool
+ * error. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -12,7 +12,6 @@
 #include "mcp/mcp_int.h"
 
 static struct xb_loop *loop;
-static struct xb_http *router;
 static struct xb_mcp *mcp;
 static struct xb_mcp_client *client;
 static json_t *answer;
@@ -42,14 +41,12 @@ static void
 setup(void)
 {
         struct xb_err err = { 0 };
-        struct xb_http_opts ho = { .body_max = 1 << 20 };
         struct xb_mcp_opts mo = { 0 };
         static struct xb_limits limits;
 
         cr_assert_eq(xb_catalog_init(&err), 0, "%s", err.msg);
         loop = xb_loop_new();
-        cr_assert_eq(xb_http_start(loop, &ho, NULL, 0, &router, &err), 0, "%s", err.msg);
-        mo = (struct xb_mcp_opts){ .loop = loop, .router = router, .defaults = &limits, .ntenants = 1 };
+        mo = (struct xb_mcp_opts){ .loop = loop, .defaults = &limits, .ntenants = 1 };
         cr_assert_eq(xb_mcp_new(&mo, &mcp, &err), 0, "%s", err.msg);
         client = xb_mcp_client_new(mcp, 0, 0, NULL, NULL);
         cr_assert(client);
@@ -71,7 +68,6 @@ teardown(void)
         /* Run what was deferred (the frees of calls and requests), then stop. */
         xb_loop_defer(loop, &stop, stop_loop, loop);
         xb_loop_run(loop);
-        xb_http_stop(router);
         xb_loop_free(loop);
         json_decref(answer);
         answer = NULL;
@@ -251,36 +247,6 @@ Test(mcp, hints)
         cr_assert_str_eq(mcp_hint(&err), "the engine's advice");
         err.hint = NULL;
         cr_assert(strstr(mcp_hint(&err), "call the tool again"));
-}
-
-/* TRANSITION: a REST error reply read back as a code and a message. */
-Test(mcp, legacy_errors)
-{
-        static const struct {
-                unsigned status;
-                const char *body;
-                enum xb_ecode want;
-                const char *msg;
-        } v[] = {
-                { 404, "{\"error\":{\"code\":\"sandbox_not_found\",\"message\":\"no sandbox x\",\"hint\":\"GET "
-                       "/v1/sandboxes\"}}", XB_E_SANDBOX_NOT_FOUND, "no sandbox x" },
-                { 500, "{\"error\":{\"code\":\"sandbox_failed\",\"message\":\"m\"}}", XB_E_SANDBOX_FAILED, "m" },
-                { 503, "{\"error\":{\"code\":\"sandbox_failed\",\"message\":\"m\"}}", XB_E_SANDBOX_UNAVAILABLE, "m" },
-                { 500, "{\"error\":{\"code\":\"spawn_failed\",\"message\":\"m\"}}", XB_E_SPAWN_INTERNAL, "m" },
-                { 400, "{\"error\":{\"code\":\"spawn_failed\",\"message\":\"m\"}}", XB_E_SPAWN_FAILED, "m" },
-                { 409, "{\"error\":{\"code\":\"session_dead\",\"message\":\"m\"}}", XB_E_SESSION_DEAD, "m" },
-                { 404, "{\"error\":{\"code\":\"not_found\",\"message\":\"no route\"}}", XB_E_INTERNAL, "no route" },
-                { 502, "bad gateway", XB_E_INTERNAL, "the operation failed with HTTP status 502" },
-        };
-
-        for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-                struct xb_err err;
-
-                mcp_legacy_err(v[i].status, v[i].body, strlen(v[i].body), &err);
-                cr_assert_eq(err.ecode, v[i].want, "%zu: %s", i, xb_ecode_name(err.ecode));
-                cr_assert_str_eq(err.msg, v[i].msg);
-                cr_assert_null(err.hint, "REST's hint is not MCP's");
-        }
 }
 
 Test(mcp, argument_schemas)
