@@ -87,17 +87,14 @@ static void
 with_core(const char *const *plugins, void (*f)(struct xb_mcp_client *c))
 {
         static struct xb_limits limits;
-        struct xb_http_opts ho = { .body_max = 1 << 20 };
         struct xb_err err = { 0 };
         struct xb_defer stop = { 0 };
         struct xb_loop *loop = xb_loop_new();
-        struct xb_http *router;
         struct xb_mcp *m;
         struct xb_mcp_opts mo;
 
         cr_assert_eq(xb_catalog_init(&err), 0, "%s", err.msg);
-        cr_assert_eq(xb_http_start(loop, &ho, NULL, 0, &router, &err), 0, "%s", err.msg);
-        mo = (struct xb_mcp_opts){ .loop = loop, .router = router, .defaults = &limits, .ntenants = 1,
+        mo = (struct xb_mcp_opts){ .loop = loop, .defaults = &limits, .ntenants = 1,
                                    .plugins = plugins };
         cr_assert_eq(xb_mcp_new(&mo, &m, &err), 0, "%s", err.msg);
         f(xb_mcp_client_new(m, 0, 0, NULL, NULL));
@@ -105,7 +102,6 @@ with_core(const char *const *plugins, void (*f)(struct xb_mcp_client *c))
         xb_mcp_free(m);
         xb_loop_defer(loop, &stop, stop_loop, loop);
         xb_loop_run(loop);
-        xb_http_stop(router);
         xb_loop_free(loop);
         json_decref(answer);
         answer = NULL;
