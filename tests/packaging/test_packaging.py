@@ -122,6 +122,27 @@ def test_unit_contract(unit):
     assert k["WantedBy"] == ["multi-user.target"]
 
 
+BOOT = ROOT / "tests" / "packaging" / "boot_unit.sh"
+SMOKE = ROOT / "tests" / "packaging" / "unit_smoke.py"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/lib/systemd/systemd").exists() or not shutil.which("unshare"),
+                    reason="needs root, systemd and unshare")
+def test_unit_runs_sandboxes_under_systemd(tmp_path):
+    """The unit as shipped, hardening and all, under a real systemd booted
+    in namespaces of its own (boot_unit.sh): it gets READY, its sandboxes
+    run commands, Python and JavaScript sessions and meet their memory
+    limit, and a stop removes every sandbox cgroup."""
+    unit = tmp_path / "execbox.service"
+    unit.write_text(UNIT_IN.read_text().replace("@BINDIR@", "/run/xb-bin"))
+    r = subprocess.run([str(BOOT), str(unit), EXECBOX, "/usr/bin/python3", str(SMOKE)], capture_output=True,
+                       text=True, timeout=300)
+    out = r.stdout
+    assert r.returncode == 0 and "\nOK\n" in out, out + r.stderr
+    assert "status: listening on http://127.0.0.1:8000\n" in out
+    assert "stopped: success\n" in out and "cgroups left: 0\n" in out, out
+
+
 # ---- man pages ----
 
 @pytest.mark.parametrize("page", [MAN1, MAN8], ids=lambda p: p.name)
