@@ -4,6 +4,10 @@
 CC ?= gcc
 BUILD ?= build
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wimplicit-fallthrough -Wvla -Wpointer-arith -Wundef \
@@ -187,6 +191,7 @@ check: deps
 	$(MAKE) mcp-test
 	$(MAKE) drivers-test
 	$(MAKE) clients-test
+	$(MAKE) packaging-test
 
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.
 LISTEN ?= 127.0.0.1:8000
@@ -211,8 +216,27 @@ $(BUILD)/bench/bench_server: $(BENCH_SERVER_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^)
 
+# The binary, the systemd unit (pointing at BINDIR), the man pages and the
+# bash completion; DESTDIR and the directories above are respected.
 install: $(EXECBOX)
-	install -D -m 0755 $(EXECBOX) $(DESTDIR)$(PREFIX)/bin/execbox
+	install -D -m 0755 $(EXECBOX) $(DESTDIR)$(BINDIR)/execbox
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/execbox.service.in > $(DESTDIR)$(UNITDIR)/execbox.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/execbox.service
+	install -D -m 0644 man/execbox.1 $(DESTDIR)$(MANDIR)/man1/execbox.1
+	install -D -m 0644 man/execbox-serve.8 $(DESTDIR)$(MANDIR)/man8/execbox-serve.8
+	install -D -m 0644 completion/execbox.bash $(DESTDIR)$(BASHCOMPDIR)/execbox
+
+# The Debian package, built offline from a copy of the tree (debian/rules
+# cleans), then checked by lintian; the .deb lands in $(BUILD)/deb.
+.PHONY: deb packaging-test
+deb:
+	scripts/build-deb.sh $(BUILD)/deb
+
+# The unit, man pages, completion and the sd_notify protocol (and `make deb`
+# with XB_TEST_DEB=1, or when dpkg-buildpackage and lintian are installed).
+packaging-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/packaging
 
 # clang-format the lines changed since FORMAT_BASE (default: what is not
 # committed yet; FORMAT_BASE=main for a whole branch), so lines nobody

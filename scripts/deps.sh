@@ -14,6 +14,8 @@ PKGS=(
   iproute2 procps                       # tests inspect namespaces and processes
   python3-numpy python3-matplotlib python3-pandas python3-ipykernel  # the sandbox's Python
   r-cran-irkernel                       # a Jupyter kernel that is not Python (tests)
+  debhelper lintian                     # make deb, and its test (tests/packaging)
+  man-db mandoc bash-completion systemd # man pages, completion and unit checks
 )
 
 missing=()

@@ -22,6 +22,7 @@
 #include "proto/wire.h"
 #include "ops/catalog.h"
 #include "mcp/mcp.h"
+#include "daemon/notify.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
         xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
@@ -295,6 +296,8 @@ int
 xb_server_main(const struct xb_server_opts *opts)
 {
         struct xb_server *s = NULL;
+        struct xb_notify n;
+        char status[300];
         int rc;
 
         if (xb_server_open(opts, &s) < 0)
@@ -314,7 +317,10 @@ xb_server_main(const struct xb_server_opts *opts)
                         printf("  Token:    from %s\n", s->o.token_file ? s->o.token_file : "EXECBOX_TOKEN or the state dir");
                 fflush(stdout);
         }
+        snprintf(status, sizeof(status), "listening on %s", xb_http_url(s->http));
+        xb_notify_ready(&n, s->loop, status);
         rc = xb_server_run(s) < 0 ? 1 : 0;
+        xb_notify_stopping(&n);
         xb_server_close(s);
         return rc;
 }
