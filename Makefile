@@ -50,7 +50,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration drivers-test clients-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check unit integration cli-test drivers-test clients-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -114,7 +114,20 @@ $(BUILD)/init_hash.c: $(INIT)
 $(BUILD)/init_hash.o: $(BUILD)/init_hash.c
 	$(CC) -c $< -o $@
 
-$(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
+# The commit `execbox --version` names: only this checkout's, never a
+# parent directory's (a source package unpacked inside another repository).
+GIT_COMMIT := $(shell test -e .git && git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/git_commit.c: FORCE
+	@mkdir -p $(@D)
+	@s='const char xb_git_commit[] = "$(GIT_COMMIT)";'; [ "$$(cat $@ 2>/dev/null)" = "$$s" ] || echo "$$s" > $@
+
+$(BUILD)/git_commit.o: $(BUILD)/git_commit.c
+	$(CC) -c $< -o $@
+
+.PHONY: FORCE
+FORCE:
+
+$(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o $(BUILD)/git_commit.o
 	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The same objects plus the test-only plug-ins; `make mcp-test` runs it.
@@ -159,6 +172,11 @@ fuzz-replay: $(FUZZ_BIN)
 integration: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+
+# The command-line conventions alone; `make integration` runs them too.
+cli-test: $(EXECBOX) $(PROBE)
+	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_cli_conventions.py
 
 # The session drivers (src/drivers) spoken to directly, without a sandbox.
 drivers-test:

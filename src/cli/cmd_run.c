@@ -1,7 +1,8 @@
 /* `execbox run`: one command in a fresh sandbox, like bwrap but safe by
  * default. Streams output live, or prints one JSON result with --json.
- * Exit status: the command's own, 128+N if it died of signal N, and 125
- * when execbox itself fails. */
+ * Exit status (report.h): the command's own, 128+N if it died of signal
+ * N, 124 on timeout, 125 when execbox itself fails, 126 and 127 when the
+ * command is not executable or not found. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -11,11 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "cli/cli.h"
+#include "cli/opterr.h"
+#include "cli/report.h"
 #include "proc/env.h"
 #include "proc/run.h"
 
@@ -49,7 +54,12 @@ run_usage(FILE *f)
               "\n"
               "Output:\n"
               "  --json               capture output; print one JSON result line\n"
-              "  -h, --help           this help\n",
+              "  -t, --tty            run on a terminal (a pty of the sandbox): stdout and\n"
+              "                       stderr as one, stdin typed into it, yours in raw mode\n"
+              "  -h, --help           this help\n"
+              "\n"
+              "Exit status: the command's; 124 timed out, 125 execbox failed, 126 not\n"
+              "executable, 127 not found, 128+N killed by signal N.\n",
               f);
 }
 
@@ -75,6 +85,7 @@ static const struct option options[] = {
         { "allow-mount", required_argument, NULL, OPT_ALLOW },
         { "root", no_argument, NULL, OPT_ROOT },
         { "json", no_argument, NULL, OPT_JSON },
+        { "tty", no_argument, NULL, 't' },
         { "cgroup", required_argument, NULL, OPT_CGROUP },        /* auto, v1, v2 (tests) */
         { "kill-via-freezer", no_argument, NULL, OPT_FREEZER },   /* tests */
         { "help", no_argument, NULL, 'h' },
@@ -91,7 +102,7 @@ struct run_cli {
         size_t nallow;
         char *allow_env;
         const char *cwd;
-        bool root, json, output_kill, freezer;
+        bool root, json, output_kill, freezer, tty;
         enum xb_cgroup_mode cgroup;
 };
 
@@ -111,18 +122,42 @@ fail(bool json, const char *msg)
         return XB_EXIT_OWN_ERROR;
 }
 
+/* What the sandbox's start would refuse in the --mount options, found
+ * now so that the message names the option (mount, typed as the user did). */
+static int
+check_mounts(const struct run_cli *c, const char *mount, struct xb_err *err)
+{
+        char *real[ARRAY_SIZE(c->allow)];
+        size_t n = 0;
+        int r = xb_binds_validate(c->binds, c->nbinds, err);
+
+        for (size_t i = 0; i < c->nallow; i++)
+                if ((real[n] = realpath(c->allow[i], NULL)))
+                        n++;
+        for (size_t i = 0; i < c->nbinds && r == 0; i++) {
+                struct xb_bind b = { strdup(c->binds[i].host), strdup(c->binds[i].dest), c->binds[i].rw };
+
+                r = b.host && b.dest ? xb_bind_resolve(&b, (const char *const *)real, n, err)
+                                     : xb_err_set(err, ENOMEM, "mount");
+                xb_bind_free(&b);
+        }
+        for (size_t i = 0; i < n; i++)
+                free(real[i]);
+        return r < 0 ? xb_err_wrap(err, "%s", mount) : 0;
+}
+
 static int
 parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
 {
+        char typed[128], problem[256], mount[128] = "--mount";
+        struct stat st;
         int opt, r;
-
-        int longindex = -1;
 
         xb_limits_default(&c->limits);
         c->cgroup = XB_CG_AUTO;
         opterr = 0;   /* our messages, not getopt's */
         /* "+": stop at the first non-option, so `execbox run ls -la` works too. */
-        while ((opt = getopt_long(argc, argv, "+:h", options, &longindex)) != -1) {
+        while ((opt = getopt_long(argc, argv, "+:ht", options, NULL)) != -1) {
                 switch (opt) {
                 case OPT_TIMEOUT:
                         r = xb_parse_duration_ms(optarg, &c->limits.wall_ms, err);
@@ -161,7 +196,7 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                 case OPT_CWD:
                         c->cwd = optarg;
                         r = optarg[0] == '/' ? 0
-                                             : xb_err_msg(err, EINVAL, "--cwd must be an absolute path inside the sandbox, e.g. /home/user");
+                                             : xb_err_msg(err, EINVAL, "must be an absolute path inside the sandbox, e.g. /home/user");
                         break;
                 case OPT_MOUNT:
                         if (c->nbinds == ARRAY_SIZE(c->binds))
@@ -169,12 +204,14 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                         r = xb_bind_parse(optarg, &c->binds[c->nbinds], err);
                         if (r == 0)
                                 c->nbinds++;
+                        xb_opt_typed(opt, argv, options, mount, sizeof(mount));
                         break;
                 case OPT_ALLOW:
                         if (c->nallow == ARRAY_SIZE(c->allow))
                                 return xb_err_msg(err, E2BIG, "too many --allow-mount options");
                         c->allow[c->nallow++] = optarg;
-                        r = 0;
+                        r = stat(optarg, &st) < 0 ? xb_err_set(err, errno, "%s", optarg)
+                            : !S_ISDIR(st.st_mode) ? xb_err_msg(err, ENOTDIR, "%s is not a directory", optarg) : 0;
                         break;
                 case OPT_ROOT:
                         c->root = true;
@@ -191,18 +228,22 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                         c->freezer = true;
                         r = 0;
                         break;
+                case 't':
+                        c->tty = true;
+                        r = 0;
+                        break;
                 case 'h':
                         run_usage(stdout);
                         exit(0);
-                case ':':
-                        return xb_err_msg(err, EINVAL, "%s needs a value; see `execbox run --help`", argv[optind - 1]);
                 default:
-                        return xb_err_msg(err, EINVAL, "unknown option `%s`; see `execbox run --help`",
-                                          argv[optind - 1]);
+                        return xb_err_msg(err, EINVAL, "%s; see `execbox run --help`",
+                                          xb_opt_problem(opt, argv, options, problem, sizeof(problem)));
                 }
+                /* The bounds too, now, so that the message names this option. */
+                if (r == 0)
+                        r = xb_limits_validate(&c->limits, err);
                 if (r < 0)
-                        return xb_err_wrap(err, "--%s", longindex >= 0 ? options[longindex].name : "?");
-                longindex = -1;
+                        return xb_err_wrap(err, "%s", xb_opt_typed(opt, argv, options, typed, sizeof(typed)));
         }
         if (optind >= argc)
                 return xb_err_msg(err, EINVAL, "no command given; usage: execbox run [OPTIONS] -- CMD [ARG...]");
@@ -216,6 +257,8 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                                 c->allow[c->nallow++] = t;
                 }
         }
+        if (c->nbinds && (r = check_mounts(c, mount, err)) < 0)
+                return r;
         return xb_limits_validate(&c->limits, err);
 }
 
@@ -251,6 +294,47 @@ print_json(const struct xb_result *res)
         json_decref(o);
 }
 
+/* The terminal whose size the command's pty follows, and which is put in
+ * raw mode for it (keys go through as they are typed, ^C included, and
+ * the sandbox's pty does the echo and the line editing, as with ssh -t). */
+struct term {
+        int fd;                 /* -1: none */
+        bool raw;
+        struct termios saved;
+};
+
+static void
+term_open(struct term *t)
+{
+        struct termios raw;
+
+        t->fd = isatty(STDIN_FILENO) ? STDIN_FILENO : isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+        t->raw = false;
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->saved) < 0)
+                return;
+        raw = t->saved;
+        cfmakeraw(&raw);
+        t->raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
+}
+
+static void
+term_restore(struct term *t)
+{
+        if (t->raw)
+                tcsetattr(STDIN_FILENO, TCSADRAIN, &t->saved);
+        t->raw = false;
+}
+
+static void
+report(const struct run_cli *c, const struct xb_result *res)
+{
+        struct xb_cli_end e = { xb_status_name(res->status), res->exited, res->exit_code, res->signal };
+        struct xb_cli_limits l = { c->limits.memory, c->limits.output, c->limits.wall_ms, c->limits.cpu_ms };
+
+        if (!res->interrupted_by)
+                xb_cli_report_kill(&e, &l);
+}
+
 int
 xb_cmd_run(int argc, char **argv)
 {
@@ -260,10 +344,11 @@ xb_cmd_run(int argc, char **argv)
         struct xb_engine_opts eo = { 0 };
         struct xb_run_opts ro = { 0 };
         struct xb_result res;
+        struct term term = { .fd = -1 };
         char **env = NULL;
         _cleanup_close_ int sfd = -EBADF;
         sigset_t mask;
-        int rc;
+        int rc, r;
 
         if (!c)
                 return fail(false, "out of memory");
@@ -286,25 +371,38 @@ xb_cmd_run(int argc, char **argv)
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGPIPE);
+        if (c->tty)
+                sigaddset(&mask, SIGWINCH);   /* the pty follows our terminal's size */
         sigprocmask(SIG_BLOCK, &mask, NULL);
         sigdelset(&mask, SIGPIPE);
         sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (c->tty)
+                term_open(&term);
 
         ro = (struct xb_run_opts){
                 .sandbox = { .limits = c->limits, .binds = c->binds, .nbinds = c->nbinds, .oom_group = true },
                 .argv = argv + optind, .env = env, .cwd = c->cwd ? c->cwd : "/home/user",
                 .uid = c->root ? 0 : XB_USER_UID, .capture = c->json, .out_fd = STDOUT_FILENO,
                 .err_fd = STDERR_FILENO, .stdin_fd = STDIN_FILENO, .kill_on_output_limit = c->output_kill,
-                .signal_fd = sfd, .force_freezer = c->freezer,
+                .signal_fd = sfd, .force_freezer = c->freezer, .tty = c->tty, .tty_size_fd = term.fd,
         };
-        if (xb_run(eng, &ro, &res, &err) < 0) {
+        r = xb_run(eng, &ro, &res, &err);
+        term_restore(&term);
+        if (r < 0) {
                 rc = fail(c->json, err.msg);
+                if (res.exec_errno)
+                        rc = xb_cli_exec_failed_status(res.exec_errno);
                 goto out;
         }
         if (c->json)
                 print_json(&res);
+        report(c, &res);
         /* A signal to execbox itself is reported as the shell would: 128+N. */
-        rc = res.interrupted_by ? 128 + res.interrupted_by : res.exited ? res.exit_code : 128 + res.signal;
+        if (res.interrupted_by)
+                rc = 128 + res.interrupted_by;
+        else
+                rc = xb_cli_exit_status(&(struct xb_cli_end){ xb_status_name(res.status), res.exited,
+                                                             res.exit_code, res.signal });
         xb_result_free(&res);
 out:
         xb_engine_close(eng);

@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 
 #include "base/title.h"
-#include "base/version.h"
 
 static void
 usage(FILE *f)
@@ -18,11 +17,26 @@ usage(FILE *f)
               "  run [OPTIONS] -- CMD [ARG...]  run one command in a fresh sandbox\n"
               "  serve [OPTIONS]                start the sandbox server (REST, MCP)\n"
               "  mcp [OPTIONS]                  speak MCP over stdin and stdout\n"
-              "  version                        print the version\n"
+              "  version                        print the version, commit and kernel features\n"
+              "\n"
+              "Commands for a running server (--server URL or EXECBOX_URL, token in EXECBOX_TOKEN):\n"
+              "  ls, create, rm ID...           list, create and delete sandboxes\n"
+              "  exec ID -- CMD [ARG...]        run a command in one, streaming its output\n"
+              "  shell ID                       an interactive shell in one, on a terminal\n"
+              "  cp SRC DST                     copy a file in or out (ID:PATH names its side)\n"
               "\n"
               "Run `execbox COMMAND --help` for the options of a command.\n",
               f);
 }
+
+static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+} commands[] = {
+        { "run", xb_cmd_run },     { "serve", xb_cmd_serve }, { "mcp", xb_cmd_mcp },   { "ls", xb_cmd_ls },
+        { "create", xb_cmd_create }, { "rm", xb_cmd_rm },     { "exec", xb_cmd_exec }, { "shell", xb_cmd_shell },
+        { "cp", xb_cmd_cp },
+};
 
 int
 main(int argc, char **argv)
@@ -40,16 +54,11 @@ main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
-        if (strcmp(argv[1], "run") == 0)
-                return xb_cmd_run(argc - 1, argv + 1);
-        if (strcmp(argv[1], "serve") == 0)
-                return xb_cmd_serve(argc - 1, argv + 1);
-        if (strcmp(argv[1], "mcp") == 0)
-                return xb_cmd_mcp(argc - 1, argv + 1);
-        if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
-                printf("execbox %s\n", XB_VERSION);
-                return 0;
-        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
+                return xb_cmd_version();
         if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 usage(stdout);
                 return 0;

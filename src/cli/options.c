@@ -8,10 +8,12 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
+#include "cli/opterr.h"
 #include "transport/http.h"
 
 #define SERVE (1u << XB_CMD_SERVE)
@@ -122,6 +124,8 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
         case O_ALLOW:
                 if (o->nallow == ARRAY_SIZE(a->allow))
                         r = xb_err_msg(err, E2BIG, "too many --allow-mount options");
+                else if (access(arg, F_OK) < 0)
+                        r = xb_err_set(err, errno, "%s", arg);
                 else
                         a->allow[o->nallow++] = arg;
                 break;
@@ -148,6 +152,7 @@ xb_server_args_parse(struct xb_server_args *a, enum xb_server_cmd cmd, int argc,
         struct option longopts[ARRAY_SIZE(table) + 1] = { 0 };
         const char *name = cmd_name[cmd];
         struct xb_err err = { 0 };
+        char typed[128], limits_err[sizeof(err.msg) + 128] = "";
         size_t n = 0;
         int opt;
 
@@ -155,17 +160,23 @@ xb_server_args_parse(struct xb_server_args *a, enum xb_server_cmd cmd, int argc,
         for (size_t i = 0; i < ARRAY_SIZE(table); i++)
                 if (table[i].cmds & (1u << cmd))
                         longopts[n++] = table[i].opt;
-        while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        opterr = 0;   /* our messages, naming the option as typed */
+        while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 if (opt == 'h')
                         return XB_SERVER_ARGS_HELP;
                 if (opt == '?' || opt == ':') {
-                        fprintf(stderr, "execbox: error: unknown option; see `execbox %s --help`\n", name);
+                        fprintf(stderr, "execbox: error: %s; see `execbox %s --help`\n",
+                                xb_opt_problem(opt, argv, longopts, err.msg, sizeof(err.msg)), name);
                         return -1;
                 }
+                xb_opt_typed(opt, argv, longopts, typed, sizeof(typed));
                 if (apply(a, cmd, opt, optarg, &err) < 0) {
-                        fprintf(stderr, "execbox: error: %s: %s\n", argv[optind - 1], err.msg);
+                        fprintf(stderr, "execbox: error: %s: %s\n", typed, err.msg);
                         return -1;
                 }
+                /* Out of bounds: named now, refused below unless bridging. */
+                if (!limits_err[0] && xb_limits_validate(&a->o.defaults, &err) < 0)
+                        snprintf(limits_err, sizeof(limits_err), "%s: %s", typed, err.msg);
         }
         if (optind < argc) {
                 fprintf(stderr, "execbox: error: unexpected argument `%s`; see `execbox %s --help`\n", argv[optind],
@@ -173,8 +184,8 @@ xb_server_args_parse(struct xb_server_args *a, enum xb_server_cmd cmd, int argc,
                 return -1;
         }
         /* A bridge has no sandboxes of its own: its limits are the server's. */
-        if (!a->server && xb_limits_validate(&a->o.defaults, &err) < 0) {
-                fprintf(stderr, "execbox: error: %s\n", err.msg);
+        if (!a->server && limits_err[0]) {
+                fprintf(stderr, "execbox: error: %s\n", limits_err);
                 return -1;
         }
         if (cmd == XB_CMD_SERVE && a->o.no_auth && !xb_http_is_loopback(a->o.listen)) {

@@ -29,6 +29,7 @@ struct xb_result {
         uint64_t wall_ms, cpu_ms, peak_memory;
         struct xb_outbuf out, err;
         int interrupted_by;   /* the signal that made execbox run stop the command, or 0 */
+        int exec_errno;       /* the command could not be executed (ENOENT, EACCES...), or 0 */
 };
 
 /* exited, exit_code and signal from a wait status; a command that never

@@ -9,19 +9,26 @@
  * command's exit ends the sandbox (init exits after reporting it, and the
  * kernel kills the rest of the pid namespace), so the pipes reach EOF; the
  * short drain bounds the wait regardless. Timeouts and the CPU limit kill
- * the whole sandbox; the pipes then reach EOF with what was printed kept. */
+ * the whole sandbox; the pipes then reach EOF with what was printed kept.
+ * With a terminal there are no pipes: the command makes a pty of the
+ * sandbox's devpts as it starts and sends us its master, which then
+ * stands for stdout (reads) and stdin (writes); EIO on it is the EOF. */
 #define _GNU_SOURCE
 #include "run.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +39,7 @@
 #define SPAWN_TAG 1
 #define CPU_POLL_MS 20
 
-enum { EV_SOCK = 1, EV_PIDFD, EV_OUT, EV_ERR, EV_IN_SRC, EV_IN_DST, EV_SIGNAL, EV_OOM };
+enum { EV_SOCK = 1, EV_PIDFD, EV_OUT, EV_ERR, EV_IN_SRC, EV_IN_DST, EV_SIGNAL, EV_OOM, EV_TTY };
 
 struct stream {
         int fd;
@@ -44,6 +51,7 @@ struct stream {
 struct relay {
         int src, dst;
         bool src_pollable, src_eof, dst_closed;
+        bool tty;              /* dst is a pty master: EOF is typed, not a close */
         char data[65536];
         size_t off, len;
 };
@@ -53,6 +61,7 @@ struct run {
         struct xb_sandbox *sb;
         struct xb_result *res;
         int ep;
+        int tty_sock;          /* where the pty master comes from, until it has */
         struct stream out, err;
         struct relay in;
         bool exited, dead, ready, spawned;
@@ -92,6 +101,30 @@ kill_all(struct run *r)
         }
 }
 
+/* Our stdout may share a file description with a stdin we made
+ * non-blocking (a terminal): wait for room rather than drop output. */
+static int
+write_out(int fd, const char *p, size_t n)
+{
+        while (n > 0) {
+                ssize_t w = write(fd, p, n);
+
+                if (w < 0 && errno == EAGAIN) {
+                        struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+                        poll(&pfd, 1, -1);
+                        continue;
+                }
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -errno;
+                p += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
 static void
 stream_data(struct run *r, struct stream *s, const char *p, size_t n)
 {
@@ -102,7 +135,7 @@ stream_data(struct run *r, struct stream *s, const char *p, size_t n)
 
                 /* Our reader went away (`| head -1`): pass that on, so the
                  * command gets SIGPIPE as it would outside the sandbox. */
-                if (xb_write_all(s->target, p, live) == -EPIPE) {
+                if (write_out(s->target, p, live) == -EPIPE) {
                         s->eof = true;
                         epoll_ctl(r->ep, EPOLL_CTL_DEL, s->fd, NULL);
                         close(s->fd);
@@ -175,6 +208,14 @@ relay_pump(struct run *r)
                         }
                 }
                 if (in->off == in->len) {
+                        if (in->src_eof && in->tty) {
+                                struct termios t;
+                                char eof = tcgetattr(in->dst, &t) == 0 && t.c_cc[VEOF] ? (char)t.c_cc[VEOF] : 4;
+
+                                /* As script(1) does: at the start of a line, the reader's EOF. */
+                                if (write(in->dst, &eof, 1) < 0 && errno == EAGAIN)
+                                        break;
+                        }
                         if (in->src_eof)
                                 relay_close_dst(r);
                         break;
@@ -190,8 +231,9 @@ relay_pump(struct run *r)
         }
         if (in->dst_closed)
                 return;
-        /* Wait for room in the pipe when holding data, else for more input. */
-        ev.events = (in->off < in->len || !in->src_pollable) ? EPOLLOUT : 0;
+        /* Wait for room in the pipe when holding data (or a terminal's EOF
+         * character), else for more input. */
+        ev.events = (in->off < in->len || !in->src_pollable || in->src_eof) ? EPOLLOUT : 0;
         ev.data.u64 = EV_IN_DST;
         epoll_ctl(r->ep, EPOLL_CTL_MOD, in->dst, &ev);
 }
@@ -242,6 +284,8 @@ handle_sock(struct run *r, struct xb_err *err)
                         kill_all(r);
                         if (ev.tag == 0 && !r->ready)
                                 return xb_err_msg(err, ev.errnum, "could not set up the sandbox: %s", ev.stage);
+                        if (strcmp(ev.stage, "exec") == 0)
+                                r->res->exec_errno = ev.errnum;
                         if (ev.errnum == ENOENT && strcmp(ev.stage, "exec") == 0)
                                 return xb_err_msg(err, ENOENT, "command not found: %s (check the name, "
                                                   "or give its full path; PATH is searched)", r->o->argv[0]);
@@ -283,10 +327,77 @@ handle_signal(struct run *r)
         struct signalfd_siginfo si;
 
         while (read(r->o->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                struct winsize ws;
+
+                if (si.ssi_signo == SIGWINCH) {
+                        /* The kernel passes it on to the command's foreground group. */
+                        if (r->out.fd >= 0 && r->o->tty && ioctl(r->o->tty_size_fd, TIOCGWINSZ, &ws) == 0)
+                                ioctl(r->out.fd, TIOCSWINSZ, &ws);
+                        continue;
+                }
                 r->interrupted = true;
                 r->res->interrupted_by = (int)si.ssi_signo;
                 kill_all(r);
         }
+}
+
+/* Relay stdin_fd into dst (taken). */
+static void
+relay_start(struct run *r, int dst, bool tty)
+{
+        struct stat st;
+
+        r->in.src = r->o->stdin_fd;
+        r->in.dst = dst;
+        r->in.dst_closed = false;
+        r->in.tty = tty;
+        xb_set_nonblock(dst, true);
+        /* Regular files and /dev/null cannot be polled: they are always readable. */
+        r->in.src_pollable = fstat(r->in.src, &st) == 0 && !S_ISREG(st.st_mode) &&
+                             ep_add(r->ep, r->in.src, EPOLLIN, EV_IN_SRC) == 0;
+        ep_add(r->ep, dst, 0, EV_IN_DST);
+        if (r->in.src_pollable)
+                xb_set_nonblock(r->in.src, true);
+        relay_pump(r);
+}
+
+/* The command's pty master, sent as it started. Nothing at all (EOF)
+ * means it failed first: its error comes over the init socket. */
+static void
+tty_recv(struct run *r)
+{
+        struct xb_msg_hdr h;
+        int fds[XB_MSG_MAXFDS];
+        size_t nfds = 0;
+        ssize_t n = xb_msg_recv(r->tty_sock, &h, sizeof(h), fds, &nfds, true);
+        struct stat st;
+        int m = -1;
+
+        if (n == -EAGAIN)
+                return;
+        if (n == (ssize_t)sizeof(h) && h.type == XB_SETUP_PTY && nfds == 1)
+                m = fds[0];
+        else
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, r->tty_sock, NULL);
+        close(r->tty_sock);
+        r->tty_sock = -1;
+        /* It came from inside the sandbox: it must be a terminal. */
+        if (m >= 0 && (fstat(m, &st) < 0 || !S_ISCHR(st.st_mode) || !isatty(m))) {
+                close(m);
+                m = -1;
+        }
+        if (m < 0) {
+                r->out.eof = true;
+                return;
+        }
+        r->out.fd = m;
+        xb_set_nonblock(m, true);
+        ep_add(r->ep, m, EPOLLIN, EV_OUT);
+        /* A second fd of the same master: the relay closes its own. */
+        if (r->o->stdin_fd >= 0 && (m = fcntl(m, F_DUPFD_CLOEXEC, 3)) >= 0)
+                relay_start(r, m, true);
 }
 
 static int
@@ -342,7 +453,9 @@ loop(struct run *r, struct xb_err *err)
                                 /* A last EXITED may sit in the socket. */
                                 if ((e = handle_sock(r, err)) < 0)
                                         return e;
-                                if (!r->ready && !r->exited)
+                                /* Unless we killed it: a flood can pass the output
+                                 * limit before init has said it is ready. */
+                                if (!r->ready && !r->exited && !r->killed)
                                         return xb_err_msg(err, EIO, "the sandbox died during setup");
                                 break;
                         case EV_OUT:
@@ -354,6 +467,9 @@ loop(struct run *r, struct xb_err *err)
                         case EV_IN_SRC:
                         case EV_IN_DST:
                                 relay_pump(r);
+                                break;
+                        case EV_TTY:
+                                tty_recv(r);
                                 break;
                         case EV_SIGNAL:
                                 handle_signal(r);
@@ -411,12 +527,12 @@ flush_tail(struct stream *s, const char *what)
         if (xb_outbuf_truncated(b)) {
                 size_t m = xb_outbuf_marker(b, what, marker, sizeof(marker));
 
-                xb_write_all(s->target, marker, m);
+                write_out(s->target, marker, m);
         }
         tail = malloc(b->ring_len);
         if (tail) {
                 xb_outbuf_copy_tail(b, tail);
-                xb_write_all(s->target, tail, b->ring_len);
+                write_out(s->target, tail, b->ring_len);
                 free(tail);
         }
 }
@@ -432,10 +548,10 @@ int
 xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, struct xb_err *err)
 {
         _cleanup_free_ struct run *r = calloc(1, sizeof(*r));
-        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
+        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 }, ttyp[2] = { -1, -1 };
         struct xb_exec_spec q;
         struct xb_sandbox_config sc;
-        struct stat st;
+        struct winsize ws = { 0 };
         int ret;
 
         memset(res, 0, sizeof(*res));
@@ -445,14 +561,22 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
                 return xb_err_set(err, ENOMEM, "run");
         r->o = o;
         r->res = res;
-        r->ep = -1;
+        r->ep = r->tty_sock = -1;
         r->in.src = r->in.dst = -1;
         r->in.dst_closed = true;
         if (o->force_freezer)
                 xb_cgroup_sys_force_freezer(e->cgroups, true);
 
-        if ((ret = xb_sandbox_pipe(outp)) < 0 || (ret = xb_sandbox_pipe(errp)) < 0 ||
-            (o->stdin_fd >= 0 && (ret = xb_sandbox_pipe(inp)) < 0)) {
+        if (o->tty) {
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ttyp) < 0) {
+                        ret = xb_err_set(err, errno, "socketpair");
+                        goto out;
+                }
+                /* No terminal to follow (or one that does not know): a VT100's. */
+                if (o->tty_size_fd < 0 || ioctl(o->tty_size_fd, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+                        ws = (struct winsize){ .ws_row = 24, .ws_col = 80 };
+        } else if ((ret = xb_sandbox_pipe(outp)) < 0 || (ret = xb_sandbox_pipe(errp)) < 0 ||
+                   (o->stdin_fd >= 0 && (ret = xb_sandbox_pipe(inp)) < 0)) {
                 ret = xb_err_set(err, -ret, "pipe");
                 goto out;
         }
@@ -461,6 +585,7 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
                 .rl_cpu_s = o->sandbox.limits.cpu_ms ? (o->sandbox.limits.cpu_ms + 999) / 1000 : 0,
                 .rl_fsize = o->sandbox.limits.fsize,
                 .std = { inp[0], outp[1], errp[1] }, .last = true,
+                .tty = o->tty, .tty_sock = ttyp[1], .tty_rows = ws.ws_row, .tty_cols = ws.ws_col,
         };
         /* The setup child starts the command itself, while init starts. */
         sc = o->sandbox;
@@ -468,11 +593,12 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         sc.first_tag = SPAWN_TAG;
         ret = xb_sandbox_start(e, &sc, &r->sb, err);
         r->t_spawn = now_ms();
-        close(outp[1]);
-        close(errp[1]);
-        if (inp[0] >= 0)
-                close(inp[0]);
-        outp[1] = errp[1] = inp[0] = -1;
+        /* The command's ends are its own now: EOF on ours means it is done. */
+        xb_closep(&outp[1]);
+        xb_closep(&errp[1]);
+        xb_closep(&inp[0]);
+        xb_closep(&ttyp[1]);
+        outp[1] = errp[1] = inp[0] = ttyp[1] = -1;
         if (ret < 0)
                 goto out;
         /* Housekeeping while the sandbox sets itself up. */
@@ -480,9 +606,8 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
 
         /* The streams own the read ends from here on. */
         r->out = (struct stream){ .fd = TAKE_FD(outp[0]), .target = o->capture ? -1 : o->out_fd, .buf = &res->out };
-        r->err = (struct stream){ .fd = TAKE_FD(errp[0]), .target = o->capture ? -1 : o->err_fd, .buf = &res->err };
-        xb_set_nonblock(r->out.fd, true);
-        xb_set_nonblock(r->err.fd, true);
+        r->err = (struct stream){ .fd = TAKE_FD(errp[0]), .target = o->capture ? -1 : o->err_fd, .buf = &res->err,
+                                  .eof = o->tty };
         r->ep = epoll_create1(EPOLL_CLOEXEC);
         if (r->ep < 0) {
                 ret = xb_err_set(err, errno, "epoll_create1");
@@ -490,27 +615,24 @@ xb_run(struct xb_engine *e, const struct xb_run_opts *o, struct xb_result *res, 
         }
         ep_add(r->ep, r->sb->sock, EPOLLIN, EV_SOCK);
         ep_add(r->ep, r->sb->pidfd, EPOLLIN, EV_PIDFD);
-        ep_add(r->ep, r->out.fd, EPOLLIN, EV_OUT);
-        ep_add(r->ep, r->err.fd, EPOLLIN, EV_ERR);
+        if (o->tty) {
+                r->tty_sock = TAKE_FD(ttyp[0]);
+                xb_set_nonblock(r->tty_sock, true);
+                ep_add(r->ep, r->tty_sock, EPOLLIN, EV_TTY);
+        } else {
+                xb_set_nonblock(r->out.fd, true);
+                xb_set_nonblock(r->err.fd, true);
+                ep_add(r->ep, r->out.fd, EPOLLIN, EV_OUT);
+                ep_add(r->ep, r->err.fd, EPOLLIN, EV_ERR);
+        }
         if (o->signal_fd >= 0)
                 ep_add(r->ep, o->signal_fd, EPOLLIN, EV_SIGNAL);
         /* v2's memory.oom.group kills the group itself; v1's eventfd tells us to. */
         if (o->sandbox.oom_group && xb_cgroup_oom_fd(r->sb->cg) >= 0 &&
             strcmp(xb_cgroup_sys_describe(e->cgroups), "v2") != 0)
                 ep_add(r->ep, xb_cgroup_oom_fd(r->sb->cg), EPOLLIN, EV_OOM);
-        if (inp[1] >= 0) {
-                r->in.src = o->stdin_fd;
-                r->in.dst = TAKE_FD(inp[1]);
-                r->in.dst_closed = false;
-                xb_set_nonblock(r->in.dst, true);
-                /* Regular files and /dev/null cannot be polled: they are always readable. */
-                r->in.src_pollable = fstat(o->stdin_fd, &st) == 0 && !S_ISREG(st.st_mode) &&
-                                     ep_add(r->ep, o->stdin_fd, EPOLLIN, EV_IN_SRC) == 0;
-                ep_add(r->ep, r->in.dst, 0, EV_IN_DST);
-                if (r->in.src_pollable)
-                        xb_set_nonblock(o->stdin_fd, true);
-                relay_pump(r);
-        }
+        if (inp[1] >= 0)
+                relay_start(r, TAKE_FD(inp[1]), false);
         if (o->sandbox.limits.wall_ms)
                 r->wall_deadline = r->t_spawn + o->sandbox.limits.wall_ms;
         if (o->sandbox.limits.cpu_ms)
@@ -532,7 +654,11 @@ out:
                         close(errp[i]);
                 if (inp[i] >= 0)
                         close(inp[i]);
+                if (ttyp[i] >= 0)
+                        close(ttyp[i]);
         }
+        if (r->tty_sock >= 0)
+                close(r->tty_sock);
         if (!r->in.dst_closed)
                 close(r->in.dst);
         if (r->out.fd >= 0 && r->out.buf)

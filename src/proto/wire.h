@@ -23,6 +23,8 @@ enum xb_msg_type {
         XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP or XB_SIG_OTHERS) */
         XB_REQ_FILE = 3,      /* a file operation, see enum xb_fop */
         XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
+        XB_SETUP_PTY = 51,    /* a command being started -> its starter, on a socket of their own
+                               * (struct xb_exec_spec.tty_sock); fds: its terminal's master */
 
         XB_EV_READY = 100,    /* VERSION */
         XB_EV_SPAWNED = 101,  /* tag = request tag; PID */

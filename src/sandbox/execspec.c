@@ -9,12 +9,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+
+#include "proto/wire.h"
 
 static const char *
 env_path(char *const *env)
@@ -59,9 +63,47 @@ exec_path(const struct xb_exec_spec *s)
         return saw_eacces ? EACCES : ENOENT;
 }
 
+/* A pty pair of the devpts this process sees (the sandbox's own
+ * instance), the slave made our controlling terminal (we lead a new
+ * session) and owned by the command's user, as grantpt(3) would; the
+ * master goes to whoever relays it. Returns the slave or -errno. */
+static int
+open_tty(const struct xb_exec_spec *s)
+{
+        struct xb_msg_hdr h = { .type = XB_SETUP_PTY };
+        struct winsize ws = { .ws_row = s->tty_rows, .ws_col = s->tty_cols };
+        int m, sl, unlock = 0, r;
+
+        m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0)
+                return -errno;
+        /* TIOCGPTPEER (Linux 4.13) opens the slave without a path lookup. */
+        if (ioctl(m, TIOCSPTLCK, &unlock) < 0 || (sl = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+                r = -errno;
+                close(m);
+                return r;
+        }
+        if ((s->tty_rows || s->tty_cols) && ioctl(sl, TIOCSWINSZ, &ws) < 0)
+                goto fail;
+        if (fchown(sl, s->uid, (gid_t)-1) < 0 || ioctl(sl, TIOCSCTTY, 0) < 0)
+                goto fail;
+        if ((r = xb_msg_send(s->tty_sock, &h, sizeof(h), &m, 1)) < 0) {
+                errno = -r;
+                goto fail;
+        }
+        close(m);
+        return sl;
+fail:
+        r = -errno;
+        close(sl);
+        close(m);
+        return r;
+}
+
 int
 xb_exec_child(const struct xb_exec_spec *s, const char **stage)
 {
+        int std[3] = { s->std[0], s->std[1], s->std[2] };
         sigset_t all;
         struct rlimit rl;
 
@@ -72,9 +114,15 @@ xb_exec_child(const struct xb_exec_spec *s, const char **stage)
         *stage = "setsid";
         if (setsid() < 0)
                 return errno;
+        if (s->tty) {
+                *stage = "open a terminal";
+                std[0] = std[1] = std[2] = open_tty(s);
+                if (std[0] < 0)
+                        return -std[0];
+        }
         *stage = "set up stdio";
         for (int i = 0; i < 3; i++) {
-                int fd = s->std[i];
+                int fd = std[i];
 
                 if (fd < 0) {
                         fd = open("/dev/null", i == 0 ? O_RDONLY : O_WRONLY);

@@ -58,8 +58,6 @@ ERRORS = {
     "mount path not normalised": (["--allow-mount", "/tmp", "--mount", "/tmp:/mnt/../etc", "--", "true"],
                                   "normalised"),
     "mount with a bad mode": (["--allow-mount", "/tmp", "--mount", "/tmp:/mnt/t:rwx", "--", "true"], "ro or rw"),
-    "missing binary": (["--", "xb-no-such-command"], "command not found"),
-    "not executable": (["--", "/etc"], "not executable"),
     "relative cwd": (["--cwd", "relative/dir", "--", "true"], "--cwd"),
     "missing cwd": (["--cwd", "/nonexistent", "--", "true"], "working directory"),
     "env name with a digit first": (["--env", "1X=2", "--", "true"], "environment"),
@@ -68,6 +66,23 @@ ERRORS = {
     "env with an empty name": (["--env", "=v", "--", "true"], "NAME=VALUE"),
     "no command": ([], "no command"),
 }
+
+
+# A command that cannot be started is not execbox's failure: 127 and 126,
+# as the shells and env(1) give them; still one line with a hint.
+CANNOT_START = {
+    "missing binary": (["--", "xb-no-such-command"], "command not found", 127),
+    "not executable": (["--", "/etc"], "not executable", 126),
+}
+
+
+@pytest.mark.parametrize("case", list(CANNOT_START))
+def test_commands_that_cannot_start_exit_126_or_127_with_a_hint(xb, case):
+    args, hint, rc = CANNOT_START[case]
+    r = xb(*args, json_mode=False)
+    assert r.rc == rc, r.describe()
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("execbox: error: ") and hint in lines[0], r.stderr
 
 
 def test_a_long_command_line_runs_as_it_would_outside(xb):
