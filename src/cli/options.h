@@ -3,7 +3,7 @@
  * value is checked with a message that says what to write instead. The
  * usage texts stay with their commands. */
 #pragma once
-#include "core/core.h"
+#include "daemon/daemon.h"
 
 enum xb_server_cmd {
         XB_CMD_SERVE,

@@ -160,13 +160,13 @@ on_hard(struct xb_timer *t)
 
         c->timed_out = true;
         xb_session_interrupt(c->ss);
-        xb_timer_start(c->ss->sbx->srv->loop, &c->grace, INTERRUPT_GRACE_MS, on_grace, c);
+        xb_timer_start(c->ss->sbx->core->loop, &c->grace, INTERRUPT_GRACE_MS, on_grace, c);
 }
 
 static void
 begin(struct xb_session *ss, struct xb__cell *c)
 {
-        struct xb_loop *l = ss->sbx->srv->loop;
+        struct xb_loop *l = ss->sbx->core->loop;
 
         ss->cell = c;
         ss->state = SS_BUSY;
@@ -249,7 +249,7 @@ xb__cell_add_output(struct xb__cell *c, json_t *o)
                 xb_call_event(c->call, event_name(type), o);
         json_array_append_new(c->outputs, o);
         if (c->yield_ms && !c->done)
-                xb_timer_start(c->ss->sbx->srv->loop, &c->soft, c->yield_ms, on_soft, c);
+                xb_timer_start(c->ss->sbx->core->loop, &c->soft, c->yield_ms, on_soft, c);
 }
 
 void
@@ -329,7 +329,7 @@ xb_session_wait(struct xb_session *ss, struct xb_call *call, uint64_t timeout_ms
                 return;
         }
         attach(c, call, false);
-        xb_timer_start(ss->sbx->srv->loop, &c->wait, timeout_ms ? timeout_ms : WAIT_DEFAULT_MS, wait_timeout, c);
+        xb_timer_start(ss->sbx->core->loop, &c->wait, timeout_ms ? timeout_ms : WAIT_DEFAULT_MS, wait_timeout, c);
 }
 
 /* An interrupted Python cell still running after ESCALATE_MS: kill every
@@ -359,6 +359,6 @@ xb_session_interrupt(struct xb_session *ss)
                  * such as os.system("sleep 100") stops too. */
                 xb_initc_signal(ss->sbx->sb->sock, ss->tag, SIGINT, XB_SIG_GROUP);
                 if (!strcmp(ss->mode, "python") && ss->cell && !ss->cell->escalate.active)
-                        xb_timer_start(ss->sbx->srv->loop, &ss->cell->escalate, ESCALATE_MS, on_escalate, ss->cell);
+                        xb_timer_start(ss->sbx->core->loop, &ss->cell->escalate, ESCALATE_MS, on_escalate, ss->cell);
         }
 }

@@ -1,13 +1,15 @@
-/* The sandbox server: one loop, one HTTP front, and the sandboxes it owns.
+/* The engine: the sandboxes the daemon owns, with no protocol in it.
  *
- * Theory of operation. The server owns every sandbox (struct xb_sbx) in a
+ * Theory of operation. The core owns every sandbox (struct xb_sbx) in a
  * registry keyed by id. Each sandbox's init socket and pidfd are fds in the
- * loop; init's events are validated (initc) and dispatched by tag to the
- * process or file operation that asked. A process (struct xb_proc) is a
- * command spawned by init with pipes the server made: its output goes into
- * head-and-tail buffers that also serve reads by byte offset. Requests that
- * wait (exec, wait, long-poll reads, file transfers) are suspended, never
- * the loop. Sandboxes expire on a timer; a warm pool hides creation cost. */
+ * loop; init's events are validated (initc) and reach their owner through
+ * the sandbox's table of pending tags. A process (struct xb_proc) is a
+ * command spawned by init with pipes the core made: its output goes into
+ * head-and-tail buffers that also serve reads by byte offset. Work that
+ * waits (exec, wait, long-poll reads, file transfers) is a call
+ * (core/call.h) that ends later, never a blocked loop. Sandboxes expire on
+ * a timer; a warm pool hides creation cost. The operations over it are
+ * ops/ops.h; the protocols are adapters above that. */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -19,7 +21,6 @@
 #include "proc/outbuf.h"
 #include "proc/result.h"
 #include "sandbox/sandbox.h"
-#include "transport/http.h"
 #include "base/loop.h"
 
 #define XB_SERVER_MAX_SANDBOXES_DEFAULT 2000
@@ -29,22 +30,15 @@
 #define XB_TTL_DEFAULT_MS (15u * 60 * 1000)
 #define XB_TTL_MAX_MS (7ull * 24 * 3600 * 1000)
 
-struct xb_server_opts {
-        const char *listen;           /* default 127.0.0.1:8000 */
-        const char *state_dir;
-        const char *token_file;
-        bool no_auth;
-        bool require_guide;           /* Pandora: exec needs guideFollowed */
-        bool conformance_fixtures;    /* MCP conformance suite tools */
-        size_t body_max, upload_max;
-        unsigned max_sandboxes;
+struct xb_core_opts {
+        unsigned max_sandboxes;       /* 0: XB_SERVER_MAX_SANDBOXES_DEFAULT */
         unsigned pool_size;
+        bool pool_python;             /* pooled sandboxes start a warm Python session */
         struct xb_limits defaults;    /* sandbox limits when a request sets none */
         const char *const *allow_mounts;
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
-        bool quiet;
-        bool pool_python;             /* pooled sandboxes start a warm Python session */
+        size_t upload_max;            /* file contents an operation carries in JSON */
 };
 
 struct xb_metrics {
@@ -55,10 +49,9 @@ struct xb_metrics {
         uint64_t exec_latency_sum_us, exec_latency_count;
 };
 
-struct xb_server {
-        struct xb_server_opts o;
-        struct xb_loop *loop;
-        struct xb_http *http;
+struct xb_core {
+        struct xb_core_opts o;
+        struct xb_loop *loop;         /* not owned */
         struct xb_engine *eng;
         void *by_id;                  /* tsearch(3) tree of struct xb_sbx * */
         unsigned nsandboxes;
@@ -66,30 +59,31 @@ struct xb_server {
         unsigned npool, pool_starting;
         unsigned ndying;              /* killed, not yet reaped */
         struct xb_timer pool_timer;
-        char **tokens;
-        size_t ntokens;
-        int sigfd;
-        struct xb_io sig_io;
         bool stopping;
         uint64_t started_ms;
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
-        char cgroup_prefix[48];
-        char **default_sbx;           /* per tenant: the plugin API's sandbox id */
-        struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
-        bool token_generated;         /* the token was made and saved at this start */
 };
+
+/* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
+ * runs reaped, the pool started. err says why not. */
+int xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err);
+/* No more sandboxes from here on (the daemon is stopping). */
+void xb_core_stop(struct xb_core *c);
+/* Kill every sandbox, run the loop until they are reaped (at most 5 s) and
+ * free the core. Safe on NULL. */
+void xb_core_close(struct xb_core *c);
 
 enum xb_sbx_state { XB_SBX_STARTING, XB_SBX_READY, XB_SBX_DYING, XB_SBX_DEAD };
 
 struct xb_sbx {
-        struct xb_server *srv;
+        struct xb_core *core;
         struct xb_defer defer;        /* sbx_free, at the last unref */
         struct xb_sandbox *sb;
         char id[XB_SANDBOX_ID_LEN + 1];
         enum xb_sbx_state state;
         int tenant;
-        bool pooled;                  /* in srv->pool, not yet claimed */
+        bool pooled;                  /* in core->pool, not yet claimed */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         char **env;                   /* sandbox-wide "K=V" set at creation */
@@ -115,9 +109,9 @@ struct xb_sbx {
 };
 
 /* ---- registry and lifecycle (sbx.c) ---- */
-struct xb_sbx *xb_sbx_find(struct xb_server *s, const char *id, int tenant);
+struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 /* Create (from the pool when it fits) and register; err says why not. */
-int xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
+int xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
                   size_t nbinds, char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret,
                   struct xb_err *err);
 void xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms);
@@ -150,9 +144,9 @@ void xb_sbx_pending_del(struct xb_sbx *x, uint32_t tag);
  * for it. Every begin has one end. */
 void xb_sbx_wait_begin(struct xb_sbx *x);
 void xb_sbx_wait_end(struct xb_sbx *x);
-void xb_sbx_foreach(struct xb_server *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
-void xb_pool_fill(struct xb_server *s);
-void xb_sbx_destroy_all(struct xb_server *s);
+void xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
+void xb_pool_fill(struct xb_core *s);
+void xb_sbx_destroy_all(struct xb_core *s);
 
 /* ---- processes (proc.c, proc_wait.c) ---- */
 struct xb_call;
@@ -212,25 +206,3 @@ xb_sbx_busy(const struct xb_sbx *x)
 /* ---- files (files.c) ---- */
 void xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t nfds);
 void xb_fileop_sandbox_died(struct xb_sbx *x);
-
-/* ---- replies shared by the API modules (api.c) ---- */
-/* 400 with the validation message and a hint. */
-void xb_api_bad_request(struct xb_req *r, const struct xb_err *err, const char *hint);
-/* The sandbox named by path parameter 0, or a 404 reply and NULL. */
-struct xb_sbx *xb_api_sandbox(struct xb_req *r);
-/* The plugin APIs' sandbox: one per tenant, made on first use; or a reply and NULL. */
-struct xb_sbx *xb_default_sandbox(struct xb_req *r);
-
-/* ---- entry point (server.c) ---- */
-/* The core without a front: engine, loop, signals, tokens, router (listening
- * only when o->listen is set), MCP and pool. -errno after logging why. */
-int xb_server_open(const struct xb_server_opts *o, struct xb_server **ret);
-/* Run the loop until a signal or a front stops it. */
-int xb_server_run(struct xb_server *s);
-/* Kill every sandbox, wait for them (at most 5 s) and free everything. */
-void xb_server_close(struct xb_server *s);
-/* execbox serve: open with the HTTP front, print the banner, run, close. */
-int xb_server_main(const struct xb_server_opts *o);
-/* Every route of every API table, in match order, copied into out (at most
- * cap); returns how many. The OpenAPI document and its test use it. */
-size_t xb_server_routes(struct xb_route *out, size_t cap);

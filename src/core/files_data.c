@@ -320,7 +320,7 @@ xb_fileop_write(struct xb_sbx *x, struct xb_file_req *q, char *path, char *data,
         char buf[XB_SHOWN_CAP];
 
         /* As an upload's body would be: refused before the file is touched. */
-        if (len > x->srv->o.upload_max) {
+        if (len > x->core->o.upload_max) {
                 xb_call_failf(call, XB_E_UPLOAD_TOO_LARGE, NULL, "the upload to `%s` is over the server's upload limit",
                               xb_fileop_shown(path, buf, sizeof(buf)));
                 free(path);

@@ -104,7 +104,7 @@ proc_unlink(struct xb_proc *p)
         close_pipe(&p->out_io, &p->out_fd);
         close_pipe(&p->err_io, &p->err_fd);
         close_pipe(&p->in_io, &p->in_fd);
-        xb_loop_defer(x->srv->loop, &p->defer, proc_free, p);
+        xb_loop_defer(x->core->loop, &p->defer, proc_free, p);
 }
 
 /* The list is newest first: the oldest finished go first. */
@@ -237,7 +237,7 @@ on_drain(struct xb_timer *t)
 }
 
 static void
-record_latency(struct xb_server *s, uint64_t ms)
+record_latency(struct xb_core *s, uint64_t ms)
 {
         static const uint64_t bounds[] = { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000 };
         size_t i = 0;
@@ -252,7 +252,7 @@ record_latency(struct xb_server *s, uint64_t ms)
 static void
 finish(struct xb_proc *p)
 {
-        struct xb_server *s = p->sbx->srv;
+        struct xb_core *s = p->sbx->core;
         struct xb_result *res = &p->result;
         struct xb_verdict_in v = { 0 };
         struct xb_cgroup_stats st = { 0 };
@@ -326,7 +326,7 @@ proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
         if (p->out_fd < 0 && p->err_fd < 0)
                 finish(p);
         else
-                xb_timer_start(p->sbx->srv->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
+                xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
 }
 
 static void
@@ -461,11 +461,11 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         p->in_fd = TAKE_FD(inp[1]);
         xb_set_nonblock(p->out_fd, true);
         xb_set_nonblock(p->err_fd, true);
-        xb_io_start(x->srv->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-        xb_io_start(x->srv->loop, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+        xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
+        xb_io_start(x->core->loop, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
         if (p->in_fd >= 0) {
                 xb_set_nonblock(p->in_fd, true);
-                xb_io_start(x->srv->loop, &p->in_io, p->in_fd, 0, on_stdin, p);
+                xb_io_start(x->core->loop, &p->in_io, p->in_fd, 0, on_stdin, p);
                 if (spec->stdin_len)
                         xb_buf_append(&p->stdin_buf, spec->stdin_data, spec->stdin_len);
                 p->stdin_close = !spec->keep_stdin;
@@ -476,7 +476,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         p->oom_before = st.oom_kills;
         p->start_ms = xb_now_ms();
         if (p->timeout_ms)
-                xb_timer_start(x->srv->loop, &p->hard, p->timeout_ms, on_hard, p);
+                xb_timer_start(x->core->loop, &p->hard, p->timeout_ms, on_hard, p);
         xb_sbx_ref(x);
         p->next = x->procs;
         x->procs = p;

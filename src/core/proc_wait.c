@@ -167,7 +167,7 @@ waiter_add(struct xb_proc *p, struct xb_call *c, const struct proc_waiter *tmpl,
         xb_sbx_wait_begin(p->sbx);
         xb_call_on_cancel(c, waiter_cancel, w);
         if (timeout_ms)
-                xb_timer_start(p->sbx->srv->loop, &w->timer, timeout_ms, waiter_timeout, w);
+                xb_timer_start(p->sbx->core->loop, &w->timer, timeout_ms, waiter_timeout, w);
         return 0;
 }
 
@@ -262,7 +262,7 @@ xb_proc_exec(struct xb_proc *p, struct xb_call *c)
                 json_decref(ev);
         }
         if (p->yield_ms && p->exec)
-                xb_timer_start(p->sbx->srv->loop, &p->soft, p->yield_ms, on_soft, p);
+                xb_timer_start(p->sbx->core->loop, &p->soft, p->yield_ms, on_soft, p);
 }
 
 void
@@ -285,7 +285,7 @@ void
 proc_output_done(struct xb_proc *p)
 {
         if (p->exec && p->yield_ms)
-                xb_timer_start(p->sbx->srv->loop, &p->soft, p->yield_ms, on_soft, p);
+                xb_timer_start(p->sbx->core->loop, &p->soft, p->yield_ms, on_soft, p);
         notify_readers(p);
 }
 

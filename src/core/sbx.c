@@ -23,7 +23,7 @@ by_id(const void *a, const void *b)
 }
 
 struct xb_sbx *
-xb_sbx_find(struct xb_server *s, const char *id, int tenant)
+xb_sbx_find(struct xb_core *s, const char *id, int tenant)
 {
         struct xb_sbx key;
         void *found;
@@ -58,7 +58,7 @@ collect(const void *node, VISIT which, int depth)
 }
 
 void
-xb_sbx_foreach(struct xb_server *s, void (*fn)(struct xb_sbx *x, void *data), void *data)
+xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data), void *data)
 {
         struct foreach_ctx ctx = { fn, data, calloc(s->nsandboxes + 1, sizeof(struct xb_sbx *)), 0 };
 
@@ -94,7 +94,7 @@ void
 xb_sbx_unref(struct xb_sbx *x)
 {
         if (--x->refs == 0)
-                xb_loop_defer(x->srv->loop, &x->defer, sbx_free, x);
+                xb_loop_defer(x->core->loop, &x->defer, sbx_free, x);
 }
 
 uint32_t
@@ -248,7 +248,7 @@ xb_sbx_wait_end(struct xb_sbx *x)
 static void
 unregister(struct xb_sbx *x)
 {
-        struct xb_server *s = x->srv;
+        struct xb_core *s = x->core;
 
         if (x->pooled) {
                 struct xb_sbx **pp = &s->pool;
@@ -277,8 +277,8 @@ finalize(struct xb_sbx *x)
         if (r < 0)
                 xb_warn("sandbox %s: cgroup not removed: %s", x->id, strerror(-r));
         x->state = XB_SBX_DEAD;
-        if (--x->srv->ndying == 0 && x->srv->stopping)
-                xb_loop_stop(x->srv->loop);
+        if (--x->core->ndying == 0 && x->core->stopping)
+                xb_loop_stop(x->core->loop);
         xb_sbx_unref(x);
 }
 
@@ -299,7 +299,7 @@ static void
 on_init_msg(struct xb_io *io, uint32_t events)
 {
         struct xb_sbx *x = io->data;
-        struct xb_server *s = x->srv;
+        struct xb_core *s = x->core;
 
         (void)events;
         /* A bounded batch per wakeup keeps one sandbox from starving the rest. */
@@ -363,10 +363,10 @@ on_expiry(struct xb_timer *t)
         /* A client waiting on a command or cell keeps the sandbox: its lease
          * runs out once nobody is waiting (E2B users lose work to this). */
         if (xb_sbx_busy(x)) {
-                xb_timer_start(x->srv->loop, &x->expiry, 10000, on_expiry, x);
+                xb_timer_start(x->core->loop, &x->expiry, 10000, on_expiry, x);
                 return;
         }
-        x->srv->m.sandboxes_expired++;
+        x->core->m.sandboxes_expired++;
         xb_info("sandbox %s expired", x->id);
         xb_sbx_destroy(x, "the sandbox expired; extend it with POST /v1/sandboxes/{id}/keepalive");
 }
@@ -377,7 +377,7 @@ xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms)
         if (ttl_ms)
                 x->ttl_ms = ttl_ms;
         x->expires_ms = xb_now_ms() + x->ttl_ms;
-        xb_timer_start(x->srv->loop, &x->expiry, x->ttl_ms, on_expiry, x);
+        xb_timer_start(x->core->loop, &x->expiry, x->ttl_ms, on_expiry, x);
 }
 
 void
@@ -386,7 +386,7 @@ xb_sbx_destroy(struct xb_sbx *x, const char *why)
         if (x->state >= XB_SBX_DYING)
                 return;
         x->state = XB_SBX_DYING;
-        x->srv->ndying++;
+        x->core->ndying++;
         if (why && !x->error[0])
                 snprintf(x->error, sizeof(x->error), "%s", why);
         xb_timer_stop(&x->expiry);
@@ -397,11 +397,11 @@ xb_sbx_destroy(struct xb_sbx *x, const char *why)
         xb_io_stop(&x->sock_io);
         /* Init's death takes the pid namespace down; the pidfd says when. */
         xb_sandbox_kill(x->sb);
-        x->srv->m.sandboxes_deleted++;
+        x->core->m.sandboxes_deleted++;
 }
 
 static struct xb_sbx *
-start(struct xb_server *s, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
+start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
       struct xb_err *err)
 {
         struct xb_sandbox_config cfg = { .limits = *l, .binds = binds, .nbinds = nbinds };
@@ -415,7 +415,7 @@ start(struct xb_server *s, const struct xb_limits *l, const struct xb_bind *bind
                 free(x);
                 return NULL;
         }
-        x->srv = s;
+        x->core = s;
         x->refs = 1;
         x->limits = *l;
         x->state = XB_SBX_STARTING;
@@ -441,7 +441,7 @@ pool_tick(struct xb_timer *t)
 }
 
 void
-xb_pool_fill(struct xb_server *s)
+xb_pool_fill(struct xb_core *s)
 {
         /* One per tick: a burst of creations must not stall requests. */
         if (s->stopping || s->npool >= s->o.pool_size ||
@@ -477,13 +477,13 @@ xb_pool_fill(struct xb_server *s)
  * fails and a cold start follows); the disk size and mounts are fixed when
  * a sandbox starts. */
 static bool
-pool_fits(const struct xb_server *s, const struct xb_limits *l, size_t nbinds)
+pool_fits(const struct xb_core *s, const struct xb_limits *l, size_t nbinds)
 {
         return nbinds == 0 && l->disk == s->o.defaults.disk;
 }
 
 static struct xb_sbx *
-claim(struct xb_server *s, const struct xb_limits *l, struct xb_err *err)
+claim(struct xb_core *s, const struct xb_limits *l, struct xb_err *err)
 {
         struct xb_sbx *x = s->pool, **pp = &s->pool;
 
@@ -529,7 +529,7 @@ create_error(struct xb_err *err)
 }
 
 int
-xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
+xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
 {
         struct xb_sbx *x = NULL;
@@ -584,7 +584,7 @@ destroy_one(struct xb_sbx *x, void *data)
 }
 
 void
-xb_sbx_destroy_all(struct xb_server *s)
+xb_sbx_destroy_all(struct xb_core *s)
 {
         xb_sbx_foreach(s, destroy_one, "the server is shutting down");
         while (s->pool) {

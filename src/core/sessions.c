@@ -229,7 +229,7 @@ xb_session_when_started(struct xb_session *ss, struct xb_call *call)
         }
         ss->start_call = call;
         xb_call_on_cancel(call, start_cancel, ss);
-        xb_timer_start(ss->sbx->srv->loop, &ss->start_timer, START_WAIT_MS, start_timeout, ss);
+        xb_timer_start(ss->sbx->core->loop, &ss->start_timer, START_WAIT_MS, start_timeout, ss);
 }
 
 void
@@ -412,7 +412,7 @@ xb_session_delete(struct xb_session *ss)
                         x->nsessions--;
                         break;
                 }
-        xb_loop_defer(x->srv->loop, &ss->defer, session_free, ss);
+        xb_loop_defer(x->core->loop, &ss->defer, session_free, ss);
 }
 
 void

@@ -2,7 +2,7 @@
  * front, signals, the warm pool, and a clean shutdown that kills every
  * sandbox and removes its cgroups before exiting. */
 #define _GNU_SOURCE
-#include "core/core.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +24,6 @@
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
 
-extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
-extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
-        xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -117,59 +113,46 @@ on_signal(struct xb_io *io, uint32_t events)
         }
 }
 
-size_t
-xb_server_routes(struct xb_route *out, size_t cap)
+/* Every adapter's routes; MCP's carry its core as their data. */
+static size_t
+routes_of(struct xb_mcp *mcp, struct xb_route *out, size_t cap)
 {
-        const struct { const struct xb_route *r; size_t n; } tables[] = {
-                { xb_api_routes_meta, xb_api_nroutes_meta },
-                { xb_api_routes_docs, xb_api_nroutes_docs },
-                { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes },
-                { xb_api_routes_files, xb_api_nroutes_files },
-                { xb_api_routes_sessions, xb_api_nroutes_sessions },
-                { xb_api_routes_plugin, xb_api_nroutes_plugin },
-                { xb_api_routes_mcp, xb_api_nroutes_mcp },
+        const struct { const struct xb_route *r; size_t n; bool mcp; } tables[] = {
+                { xb_api_routes_meta, xb_api_nroutes_meta, false },
+                { xb_api_routes_docs, xb_api_nroutes_docs, false },
+                { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes, false },
+                { xb_api_routes_files, xb_api_nroutes_files, false },
+                { xb_api_routes_sessions, xb_api_nroutes_sessions, false },
+                { xb_api_routes_plugin, xb_api_nroutes_plugin, false },
+                { xb_api_routes_mcp, xb_api_nroutes_mcp, true },
         };
         size_t n = 0;
 
         for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
-                for (size_t i = 0; i < tables[t].n && n < cap; i++)
-                        out[n++] = tables[t].r[i];
+                for (size_t i = 0; i < tables[t].n && n < cap; i++) {
+                        out[n] = tables[t].r[i];
+                        if (tables[t].mcp)
+                                out[n].data = mcp;
+                        n++;
+                }
         return n;
 }
 
-static void
-drain_timeout(struct xb_timer *t)
+size_t
+xb_server_routes(struct xb_route *out, size_t cap)
 {
-        struct xb_server *s = t->data;
-
-        xb_warn("%u sandboxes did not stop within 5 s", s->ndying);
-        xb_loop_stop(s->loop);
+        return routes_of(NULL, out, cap);
 }
 
-/* Run the loop until every dying sandbox is reaped (sbx.c stops the loop
- * when the last one goes), for at most 5 s. */
-static void
-drain(struct xb_server *s)
-{
-        struct xb_timer t = { 0 };
-
-        if (!s->ndying)
-                return;
-        xb_timer_start(s->loop, &t, 5000, drain_timeout, s);
-        xb_loop_run(s->loop);
-        xb_timer_stop(&t);
-}
-
-/* Set up the engine, the loop, signals, tokens, the HTTP front (when
- * o->listen is set), the MCP core and the warm pool. On failure everything
- * is undone. */
+/* Set up the loop, tokens, the engine, signals, the MCP core and (when
+ * o->listen is set) the HTTP front. On failure everything is undone. */
 int
 xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 {
         static struct xb_route routes[128];
         static const char *const fixtures[] = { XB_FIXTURES_PLUGIN, NULL };
         struct xb_server *s = calloc(1, sizeof(*s));
-        struct xb_engine_opts eo = { 0 };
+        struct xb_core_opts co = { 0 };
         struct xb_http_opts ho = { 0 };
         struct xb_mcp_opts mo = { 0 };
         struct xb_err err = { 0 };
@@ -181,10 +164,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 return -ENOMEM;
         s->o = *opts;
         s->sigfd = -1;
-        s->started_ms = xb_now_ms();
-        s->rxbuf = malloc(XB_MSG_MAX);
         s->loop = xb_loop_new();
-        if (!s->rxbuf || !s->loop) {
+        if (!s->loop) {
                 xb_error("out of memory");
                 goto fail;
         }
@@ -206,13 +187,14 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 xb_error("%s", err.msg);
                 goto fail;
         }
-        eo = (struct xb_engine_opts){ .cgroup_mode = s->o.cgroup_mode, .allow_mounts = s->o.allow_mounts,
-                                      .nallow = s->o.nallow };
-        if (xb_engine_open(&eo, &s->eng, &err) < 0) {
+        co = (struct xb_core_opts){ .max_sandboxes = s->o.max_sandboxes, .pool_size = s->o.pool_size,
+                                    .pool_python = s->o.pool_python, .defaults = s->o.defaults,
+                                    .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
+                                    .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max };
+        if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;
         }
-        xb_engine_reap_stale(s->eng);
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -223,25 +205,27 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         xb_io_start(s->loop, &s->sig_io, s->sigfd, EPOLLIN, on_signal, s);
 
-        nroutes = xb_server_routes(routes, sizeof(routes) / sizeof(routes[0]));
-        ho = (struct xb_http_opts){
-                .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
-                .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
-                .ntokens = s->ntokens, .app = s,
-        };
-        /* execbox mcp over stdio has no HTTP front at all. */
-        if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
-                xb_error("%s", err.msg);
-                goto fail;
-        }
-        mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s, .defaults = &s->o.defaults,
+        mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s->core, .defaults = &s->core->o.defaults,
                                    .plugins = s->o.conformance_fixtures ? fixtures : NULL,
                                    .ntenants = s->ntokens ? s->ntokens : 1 };
         if (xb_mcp_new(&mo, &s->mcp, &err) < 0) {
                 xb_error("mcp: %s", err.msg);
                 goto fail;
         }
-        xb_pool_fill(s);
+        nroutes = routes_of(s->mcp, routes, sizeof(routes) / sizeof(routes[0]));
+        s->rest = (struct xb_rest){ .core = s->core, .no_auth = s->o.no_auth, .require_guide = s->o.require_guide,
+                                    .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes };
+        ho = (struct xb_http_opts){
+                .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
+                .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
+                .ntokens = s->ntokens, .app = &s->rest,
+        };
+        /* execbox mcp over stdio has no HTTP front at all. */
+        if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
+                xb_error("%s", err.msg);
+                goto fail;
+        }
+        s->rest.http = s->http;
         *ret = s;
         return 0;
 fail:
@@ -265,30 +249,23 @@ xb_server_close(struct xb_server *s)
         if (!s)
                 return;
         s->stopping = true;
+        xb_core_stop(s->core);
         /* MCP's work first (its calls end while the engine runs), then the
-         * connections, then MCP's contexts (the fronts let go of them). */
+         * connections, then MCP's contexts (the fronts let go of them),
+         * then the sandboxes. */
         xb_mcp_shutdown(s->mcp);
         if (s->http)
                 xb_http_stop(s->http);
         xb_mcp_free(s->mcp);
         s->mcp = NULL;
-        if (s->eng) {
-                xb_timer_stop(&s->pool_timer);
-                xb_sbx_destroy_all(s);
-                drain(s);
-        }
-        xb_engine_close(s->eng);
+        xb_core_close(s->core);
         if (s->sigfd >= 0)
                 close(s->sigfd);
         xb_loop_free(s->loop);
-        if (s->default_sbx)
-                for (size_t i = 0; i < (s->ntokens ? s->ntokens : 1); i++)
-                        free(s->default_sbx[i]);
-        free(s->default_sbx);
+        xb_rest_clear(&s->rest);
         for (size_t i = 0; i < s->ntokens; i++)
                 free(s->tokens[i]);
         free(s->tokens);
-        free(s->rxbuf);
         free(s);
 }
 
@@ -306,7 +283,7 @@ xb_server_main(const struct xb_server_opts *opts)
                 const char *url = xb_http_url(s->http);
 
                 printf("execbox %s listening on %s (cgroups %s, pool %u)\n", "serve", url,
-                       xb_cgroup_sys_describe(s->eng->cgroups), s->o.pool_size);
+                       xb_cgroup_sys_describe(s->core->eng->cgroups), s->o.pool_size);
                 printf("  OpenAPI:  %s/openapi.json\n  Guide:    %s/v1/guide\n  MCP:      %s/mcp\n", url, url, url);
                 if (s->o.no_auth)
                         printf("  Auth:     none (--no-auth)\n");

@@ -646,3 +646,9 @@ xb_mcp_free(struct xb_mcp *m)
         mcp_plugins_core_free(m);
         free(m);
 }
+
+struct xb_loop *
+xb_mcp_loop(const struct xb_mcp *m)
+{
+        return m->o.loop;
+}

@@ -29,7 +29,7 @@
 #include "base/loop.h"
 
 struct xb_limits;
-struct xb_server;
+struct xb_core;
 struct xb_mcp;
 struct xb_mcp_client;
 struct xb_mcp_call;
@@ -39,7 +39,7 @@ struct xb_mcp_call;
 
 struct xb_mcp_opts {
         struct xb_loop *loop;
-        struct xb_server *core;            /* operations run on it; NULL: none (unit tests) */
+        struct xb_core *core;            /* operations run on it; NULL: none (unit tests) */
         const struct xb_limits *defaults;  /* for the guide */
         /* Opt-in plug-ins to serve too, by name, NULL-terminated, such as
          * XB_FIXTURES_PLUGIN (tests/fixtures/mcp_fixtures.c). */
@@ -127,7 +127,14 @@ json_t *xb_mcp_error(json_t *id, int code, const char *msg, json_t *data);
 
 /* ---- fronts ---- */
 
-/* Streamable HTTP: the /mcp routes (mcp_http.c), in xb_api_routes_mcp. */
+/* The loop the core runs on. */
+struct xb_loop *xb_mcp_loop(const struct xb_mcp *m);
+
+/* Streamable HTTP: the /mcp routes (mcp_http.c); each route's data must
+ * be the core (struct xb_mcp *). */
+extern const struct xb_route xb_api_routes_mcp[];
+extern const size_t xb_api_nroutes_mcp;
+
 /* A modern request's Mcp-Method, Mcp-Name and Mcp-Param-* headers against
  * its body (mcp_headers.c): NULL if they match, else why not (in why, or
  * a constant). */

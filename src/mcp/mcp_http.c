@@ -36,7 +36,6 @@
 #include "base/log.h"
 #include "ops/jsonv.h"
 #include "mcp/mcp.h"
-#include "core/core.h"
 
 #define SESSION_IDLE_MS (30u * 60 * 1000)
 #define GRACE_MS 10000
@@ -87,6 +86,14 @@ struct exch {
         size_t log_bytes;
         struct xb_timer grace, keepalive;
 };
+
+
+/* The MCP core of a request: its route's data (the daemon sets it). */
+static struct xb_mcp *
+mcp_of(const struct xb_req *r)
+{
+        return (struct xb_mcp *)xb_req_route_data(r);
+}
 
 static const struct xb_mcp_client_ops sess_ops;
 
@@ -432,12 +439,10 @@ static struct exch *
 exch_new(struct xb_req *r, struct sess *s)
 {
         struct exch *x = calloc(1, sizeof(*x));
-        struct xb_server *srv = xb_req_app(r);
-
         if (!x)
                 return NULL;
         x->sess = s;
-        x->loop = srv->loop;
+        x->loop = xb_mcp_loop(mcp_of(r));
         x->req = r;
         x->log_tail = &x->log;
         x->sse_ok = xb_req_accepts(r, "text/event-stream");
@@ -570,7 +575,7 @@ post_legacy(struct xb_req *r, struct xb_mcp *m, json_t *msg, const char *sid, co
                    json_object_get(msg, "id")) {
                 s = calloc(1, sizeof(*s));
                 if (s) {
-                        s->loop = ((struct xb_server *)xb_req_app(r))->loop;
+                        s->loop = xb_mcp_loop(m);
                         s->c = xb_mcp_client_new(m, xb_req_tenant(r), SESSION_IDLE_MS, &sess_ops, s);
                 }
                 if (!s || !s->c) {
@@ -614,7 +619,7 @@ post_legacy(struct xb_req *r, struct xb_mcp *m, json_t *msg, const char *sid, co
 static void
 mcp_post(struct xb_req *r)
 {
-        struct xb_server *srv = xb_req_app(r);
+        struct xb_mcp *m = mcp_of(r);
         size_t len;
         const char *body = xb_req_body(r, &len);
         const char *ctype = xb_req_header(r, "Content-Type");
@@ -645,9 +650,9 @@ mcp_post(struct xb_req *r)
          * legacy; a modern version header or _meta is modern. */
         modern = !sid && ((ver && !xb_mcp_legacy_version(ver)) || (json_is_object(msg) && has_modern_meta(msg)));
         if (modern)
-                post_modern(r, srv->mcp, msg, ver);
+                post_modern(r, m, msg, ver);
         else
-                post_legacy(r, srv->mcp, msg, sid, ver);
+                post_legacy(r, m, msg, sid, ver);
 }
 
 /* ---- GET: the standalone stream, or resuming a dropped one ---- */
@@ -655,7 +660,7 @@ mcp_post(struct xb_req *r)
 static void
 mcp_get(struct xb_req *r)
 {
-        struct xb_server *srv = xb_req_app(r);
+        struct xb_mcp *m = mcp_of(r);
         char sidb[80], lastb[64];
         const char *sid = xb_req_header_trim(r, "Mcp-Session-Id", sidb, sizeof(sidb));
         const char *last = xb_req_header_trim(r, "Last-Event-ID", lastb, sizeof(lastb));
@@ -668,7 +673,7 @@ mcp_get(struct xb_req *r)
                           "Mcp-Session-Id header (protocol version " XB_MCP_MODERN " has no GET stream)", NULL);
                 return;
         }
-        s = sess_lookup(r, srv->mcp, sid);
+        s = sess_lookup(r, m, sid);
         if (!s) {
                 rpc_error(r, 404, NULL, -32001, "Session not found", NULL);
                 return;
@@ -728,7 +733,7 @@ mcp_get(struct xb_req *r)
 static void
 mcp_delete(struct xb_req *r)
 {
-        struct xb_server *srv = xb_req_app(r);
+        struct xb_mcp *m = mcp_of(r);
         char sidb[80];
         const char *sid = xb_req_header_trim(r, "Mcp-Session-Id", sidb, sizeof(sidb));
         struct sess *s;
@@ -738,7 +743,7 @@ mcp_delete(struct xb_req *r)
                 rpc_error(r, 400, NULL, -32000, "Bad Request: DELETE ends a session; send its Mcp-Session-Id", NULL);
                 return;
         }
-        s = sess_lookup(r, srv->mcp, sid);
+        s = sess_lookup(r, m, sid);
         if (!s) {
                 rpc_error(r, 404, NULL, -32001, "Session not found", NULL);
                 return;

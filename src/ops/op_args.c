@@ -8,7 +8,7 @@
 #include "core/core.h"
 
 struct xb_sbx *
-xb_op_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *c)
+xb_op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
 {
         const char *id = json_string_value(json_object_get(args, "id"));
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
@@ -19,7 +19,7 @@ xb_op_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *
 }
 
 struct xb_proc *
-xb_op_process(struct xb_server *core, int tenant, json_t *args, struct xb_call *c)
+xb_op_process(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_sbx *x = xb_op_sandbox(core, tenant, args, c);
         json_t *v = json_object_get(args, "pid");

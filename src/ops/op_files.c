@@ -173,7 +173,7 @@ body_fields(json_t *args, const char *const *allowed, struct xb_err *err)
 }
 
 struct xb_sbx *
-xb_opfile_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_err *err)
+xb_opfile_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_err *err)
 {
         const char *id = json_string_value(json_object_get(args, "id"));
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
@@ -216,7 +216,7 @@ xb_opfile_write_args(json_t *args, struct xb_file_req *q, char **ret_path, struc
 
 /* The sandbox, or NULL after failing the call. */
 static struct xb_sbx *
-sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_err err = { 0 };
         struct xb_sbx *x = xb_opfile_sandbox(core, tenant, args, &err);
@@ -227,7 +227,7 @@ sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
 }
 
 static void
-op_read_file(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_read_file(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_sbx *x = sandbox(core, tenant, args, call);
         struct xb_file_req q;
@@ -251,7 +251,7 @@ op_read_file(struct xb_server *core, int tenant, json_t *args, struct xb_call *c
 }
 
 static void
-op_write_file(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_write_file(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_sbx *x = sandbox(core, tenant, args, call);
         struct xb_file_req q;
@@ -297,7 +297,7 @@ fail:
 
 /* stat_file, list_files, delete_file: query-style arguments. */
 static void
-op_query(struct xb_server *core, int tenant, json_t *args, struct xb_call *call, enum xb_fop fop)
+op_query(struct xb_core *core, int tenant, json_t *args, struct xb_call *call, enum xb_fop fop)
 {
         struct xb_sbx *x = sandbox(core, tenant, args, call);
         struct xb_file_req q = { .op = fop, .depth = 1 };
@@ -318,25 +318,25 @@ op_query(struct xb_server *core, int tenant, json_t *args, struct xb_call *call,
 }
 
 static void
-op_stat_file(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_stat_file(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         op_query(core, tenant, args, call, XB_FOP_STAT);
 }
 
 static void
-op_list_files(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_list_files(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         op_query(core, tenant, args, call, XB_FOP_LIST);
 }
 
 static void
-op_delete_file(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_delete_file(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         op_query(core, tenant, args, call, XB_FOP_DELETE);
 }
 
 static void
-op_make_directory(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_make_directory(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         static const char *const fields[] = { "path", "parents", "mode", NULL };
         struct xb_sbx *x = sandbox(core, tenant, args, call);
@@ -365,7 +365,7 @@ op_make_directory(struct xb_server *core, int tenant, json_t *args, struct xb_ca
 }
 
 static void
-op_move_file(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_move_file(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         static const char *const fields[] = { "from", "to", "overwrite", NULL };
         struct xb_sbx *x = sandbox(core, tenant, args, call);

@@ -11,7 +11,7 @@
 #include "base/err.h"
 #include "proc/filec.h"
 
-struct xb_server;
+struct xb_core;
 struct xb_sbx;
 
 /* The advice for a make_directory or move_file body that is not right. */
@@ -20,7 +20,7 @@ struct xb_sbx;
 
 /* The sandbox args["id"] names, if it can take file operations; else NULL
  * with err (XB_E_SANDBOX_NOT_FOUND, XB_E_SANDBOX_GONE). */
-struct xb_sbx *xb_opfile_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_err *err);
+struct xb_sbx *xb_opfile_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_err *err);
 /* A READ of args["path"]: fills q and *ret_path (malloc'd, absolute; q->path
  * points at it). -EINVAL with err. */
 int xb_opfile_read_args(json_t *args, struct xb_file_req *q, char **ret_path, struct xb_err *err);

@@ -131,7 +131,7 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
 
 /* Validate and spawn; NULL after failing c. */
 static struct xb_proc *
-start_cmd(struct xb_server *s, int tenant, json_t *args, struct xb_call *c, bool background)
+start_cmd(struct xb_core *s, int tenant, json_t *args, struct xb_call *c, bool background)
 {
         static const char *const exec_fields[] = { "cmd", "argv", "cwd", "env", "stdin", "timeout_s", "output_limit",
                                                    "yield_after_s", "user", NULL };
@@ -167,7 +167,7 @@ start_cmd(struct xb_server *s, int tenant, json_t *args, struct xb_call *c, bool
 }
 
 static void
-op_exec(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_exec(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_proc *p = start_cmd(s, tenant, args, c, false);
 
@@ -176,7 +176,7 @@ op_exec(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_start(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_start(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_proc *p = start_cmd(s, tenant, args, c, true);
 
@@ -187,7 +187,7 @@ op_start(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 /* ---- processes ---- */
 
 static void
-op_list(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_list(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
 
@@ -196,7 +196,7 @@ op_list(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_get(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_proc *p = xb_op_process(s, tenant, args, c);
 
@@ -205,7 +205,7 @@ op_get(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_delete(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_delete(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_proc *p = xb_op_process(s, tenant, args, c);
 
@@ -246,7 +246,7 @@ arg_u64(json_t *args, const char *name, uint64_t max, uint64_t *ret)
 }
 
 static void
-op_read(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_read(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_proc *p = xb_op_process(s, tenant, args, c);
         uint64_t oo = 0, eo = 0, max = READ_MAX_DEFAULT, wait_s = 0;
@@ -263,7 +263,7 @@ op_read(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_input(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_input(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "data", "eof", NULL };
         struct xb_proc *p = xb_op_process(s, tenant, args, c);
@@ -314,7 +314,7 @@ signal_number(json_t *v)
 }
 
 static void
-op_kill(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_kill(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "signal", NULL };
         struct xb_proc *p = xb_op_process(s, tenant, args, c);
@@ -349,7 +349,7 @@ op_kill(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_wait(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_wait(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "timeout_s", NULL };
         struct xb_proc *p = xb_op_process(s, tenant, args, c);

@@ -90,7 +90,7 @@ parse_mounts(json_t *body, struct xb_bind *binds, size_t *n, struct xb_err *err)
 }
 
 static void
-op_create(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", NULL };
         struct xb_err err = { 0 };
@@ -157,7 +157,7 @@ list_one(struct xb_sbx *x, void *data)
 }
 
 static void
-op_list(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_list(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct list_ctx l = { json_array(), tenant };
 
@@ -167,7 +167,7 @@ op_list(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_get(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
 
@@ -176,7 +176,7 @@ op_get(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_delete(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_delete(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
 
@@ -187,7 +187,7 @@ op_delete(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
 }
 
 static void
-op_keepalive(struct xb_server *s, int tenant, json_t *args, struct xb_call *c)
+op_keepalive(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "timeout_s", NULL };
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);

@@ -37,7 +37,7 @@ body_fields(json_t *args, size_t npath, const char *const *fields, struct xb_err
 }
 
 static struct xb_sbx *
-op_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         const char *id = json_string_value(json_object_get(args, "id"));
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
@@ -48,7 +48,7 @@ op_sandbox(struct xb_server *core, int tenant, json_t *args, struct xb_call *cal
 }
 
 static struct xb_session *
-op_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+op_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_sbx *x = op_sandbox(core, tenant, args, call);
         const char *sid = json_string_value(json_object_get(args, "sid"));
@@ -64,7 +64,7 @@ op_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *cal
 }
 
 static void
-create_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+create_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         static const char *const fields[] = { "language", "kernel", NULL };
         struct xb_sbx *x = op_sandbox(core, tenant, args, call);
@@ -92,7 +92,7 @@ create_session(struct xb_server *core, int tenant, json_t *args, struct xb_call 
 }
 
 static void
-list_sessions(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+list_sessions(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_sbx *x = op_sandbox(core, tenant, args, call);
 
@@ -101,7 +101,7 @@ list_sessions(struct xb_server *core, int tenant, json_t *args, struct xb_call *
 }
 
 static void
-get_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+get_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_session *ss = op_session(core, tenant, args, call);
 
@@ -110,7 +110,7 @@ get_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *ca
 }
 
 static void
-delete_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+delete_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_session *ss = op_session(core, tenant, args, call);
 
@@ -138,7 +138,7 @@ parse_run(json_t *args, const char **code, uint64_t *timeout, uint64_t *yield, u
 }
 
 static void
-run_code(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+run_code(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_session *ss = op_session(core, tenant, args, call);
         struct xb_err err = { 0 };
@@ -155,7 +155,7 @@ run_code(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
 }
 
 static void
-wait_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+wait_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         static const char *const fields[] = { "timeout_s", NULL };
         struct xb_session *ss = op_session(core, tenant, args, call);
@@ -172,7 +172,7 @@ wait_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *c
 }
 
 static void
-interrupt_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+interrupt_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_session *ss = op_session(core, tenant, args, call);
 
@@ -183,7 +183,7 @@ interrupt_session(struct xb_server *core, int tenant, json_t *args, struct xb_ca
 }
 
 static void
-restart_session(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+restart_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_session *ss = op_session(core, tenant, args, call);
 
@@ -194,7 +194,7 @@ restart_session(struct xb_server *core, int tenant, json_t *args, struct xb_call
 }
 
 static void
-session_input(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+session_input(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         static const char *const fields[] = { "data", NULL };
         struct xb_session *ss = op_session(core, tenant, args, call);
@@ -233,7 +233,7 @@ identifier(const char *s)
 }
 
 static void
-get_variable(struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+get_variable(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         struct xb_session *ss = op_session(core, tenant, args, call);
         const char *name = json_string_value(json_object_get(args, "name"));

@@ -16,7 +16,7 @@ xb_op_find(const char *name)
 }
 
 void
-xb_op_run(const struct xb_op *op, struct xb_server *core, int tenant, json_t *args, struct xb_call *call)
+xb_op_run(const struct xb_op *op, struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         op->run(core, tenant, args, call);
 }

@@ -14,17 +14,17 @@
 
 #include "core/call.h"
 
-struct xb_server;
+struct xb_core;
 
 struct xb_op {
         const char *name;   /* the operationId: "run_command", "get_process", ... */
-        void (*run)(struct xb_server *core, int tenant, json_t *args, struct xb_call *call);
+        void (*run)(struct xb_core *core, int tenant, json_t *args, struct xb_call *call);
 };
 
 /* NULL for an unknown name. */
 const struct xb_op *xb_op_find(const char *name);
 /* Run op; call ends (done or fail) now or later. */
-void xb_op_run(const struct xb_op *op, struct xb_server *core, int tenant, json_t *args, struct xb_call *call);
+void xb_op_run(const struct xb_op *op, struct xb_core *core, int tenant, json_t *args, struct xb_call *call);
 
 /* Each area's operations, ended by an entry with a NULL name (ops.c joins them). */
 extern const struct xb_op xb_ops_sandbox[], xb_ops_proc[], xb_ops_files[], xb_ops_sessions[];

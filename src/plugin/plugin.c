@@ -11,7 +11,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
-#include "core/core.h"
+#include "rest/rest.h"
 #include "ops/catalog.h"
 #include "ops/jsonv.h"
 #include "ops/ops.h"
@@ -25,7 +25,7 @@
 struct chain {
         struct xb_req *outer;         /* NULL once its client left */
         struct xb_call *inner;        /* NULL once it ended */
-        struct xb_server *srv;
+        struct xb_core *core;
         int tenant;
         char *sandbox_id;
         char *path;
@@ -98,14 +98,14 @@ chain_op(struct chain *c, const char *name, json_t *args, void (*next)(struct ch
         }
         json_object_set_new(args, "id", json_string(c->sandbox_id));
         c->inner = call;
-        xb_op_run(op, c->srv, c->tenant, args, call);
+        xb_op_run(op, c->core, c->tenant, args, call);
         json_decref(args);
 }
 
 static struct chain *
 chain_new(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
+        struct xb_rest *s = xb_rest_of(r);
         struct xb_sbx *x = xb_default_sandbox(r);
         struct chain *c;
 
@@ -118,7 +118,7 @@ chain_new(struct xb_req *r)
                 return NULL;
         }
         c->outer = r;
-        c->srv = s;
+        c->core = s->core;
         c->tenant = xb_req_tenant(r);
         xb_req_suspend(r, outer_gone, c);
         return c;
@@ -165,7 +165,7 @@ static void
 pandora_exec(struct xb_req *r)
 {
         static const char *const fields[] = { "command", "guideFollowed", NULL };
-        struct xb_server *s = xb_req_app(r);
+        struct xb_rest *s = xb_rest_of(r);
         struct xb_err err = { 0 };
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         size_t len;
@@ -184,7 +184,7 @@ pandora_exec(struct xb_req *r)
                                "`command` is required");
                 return;
         }
-        if (s->o.require_guide && !guide) {
+        if (s->require_guide && !guide) {
                 xb_reply_error(r, 400, "guide_not_followed", GUIDE_HINT,
                                "this server wants the guide read before the first command");
                 return;
@@ -291,8 +291,8 @@ pandora_write(struct xb_req *r)
 static void
 pandora_guide(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
-        _cleanup_free_ char *g = xb_guide_render(&s->o.defaults);
+        struct xb_rest *s = xb_rest_of(r);
+        _cleanup_free_ char *g = xb_guide_render(&s->core->o.defaults);
 
         if (!g) {
                 xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");

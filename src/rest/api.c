@@ -10,8 +10,18 @@
 
 #include "base/cleanup.h"
 #include "ops/jsonv.h"
-#include "core/core.h"
+#include "rest/rest.h"
 #include "rest/call.h"
+
+void
+xb_rest_clear(struct xb_rest *rs)
+{
+        if (rs->default_sbx)
+                for (size_t i = 0; i < rs->ntenants; i++)
+                        free(rs->default_sbx[i]);
+        free(rs->default_sbx);
+        rs->default_sbx = NULL;
+}
 
 void
 xb_api_bad_request(struct xb_req *r, const struct xb_err *err, const char *hint)
@@ -23,7 +33,7 @@ xb_api_bad_request(struct xb_req *r, const struct xb_err *err, const char *hint)
 struct xb_sbx *
 xb_api_sandbox(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
+        struct xb_core *s = xb_rest_of(r)->core;
         const char *id = xb_req_param(r, 0);
         struct xb_sbx *x = xb_sbx_find(s, id, xb_req_tenant(r));
 

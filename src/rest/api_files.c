@@ -15,6 +15,7 @@
 #include "ops/jsonv.h"
 #include "ops/op_files.h"
 #include "rest/call.h"
+#include "rest/rest.h"
 #include "rest/status.h"
 
 #define CTYPE_BYTES "application/octet-stream"
@@ -225,7 +226,7 @@ get_file(struct xb_req *r)
                 reply_nomem(r);
                 return;
         }
-        if (!(x = xb_opfile_sandbox(xb_req_app(r), xb_req_tenant(r), args, &err)) ||
+        if (!(x = xb_opfile_sandbox(xb_rest_of(r)->core, xb_req_tenant(r), args, &err)) ||
             xb_opfile_read_args(args, &q, &path, &err) < 0) {
                 xb_rest_fail(r, &err);
                 return;
@@ -295,7 +296,7 @@ put_file(struct xb_req *r)
                 reply_nomem(r);
                 return;
         }
-        if (!(x = xb_opfile_sandbox(xb_req_app(r), xb_req_tenant(r), args, &err)) ||
+        if (!(x = xb_opfile_sandbox(xb_rest_of(r)->core, xb_req_tenant(r), args, &err)) ||
             xb_opfile_write_args(args, &q, &path, &err) < 0) {
                 xb_rest_fail(r, &err);
                 return;
@@ -363,7 +364,7 @@ run_body_op(struct xb_req *r, const char *op, const char *hint)
         }
         if (xb_jsonv_parse(b, len, &args, &err) < 0) {
                 /* An unknown or dead sandbox is said first, as it always was. */
-                if (!xb_opfile_sandbox(xb_req_app(r), xb_req_tenant(r), id_only, &err2)) {
+                if (!xb_opfile_sandbox(xb_rest_of(r)->core, xb_req_tenant(r), id_only, &err2)) {
                         xb_rest_fail(r, &err2);
                         return;
                 }

@@ -13,7 +13,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "ops/jsonv.h"
-#include "core/core.h"
+#include "rest/rest.h"
 #include "core/sessions.h"
 #include "rest/call.h"
 #include "rest/status.h"
@@ -182,13 +182,14 @@ get_image(struct xb_req *r)
 struct xb_sbx *
 xb_default_sandbox(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
+        struct xb_rest *rs = xb_rest_of(r);
+        struct xb_core *s = rs->core;
         int tenant = xb_req_tenant(r);
-        size_t n = s->ntokens ? s->ntokens : 1;
+        size_t n = rs->ntenants ? rs->ntenants : 1;
         struct xb_sbx *x;
         struct xb_err err = { 0 };
 
-        if (!s->default_sbx && !(s->default_sbx = calloc(n, sizeof(char *)))) {
+        if (!rs->default_sbx && !(rs->default_sbx = calloc(n, sizeof(char *)))) {
                 xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
                 return NULL;
         }
@@ -196,15 +197,15 @@ xb_default_sandbox(struct xb_req *r)
                 xb_reply_error(r, 401, "unauthorized", "send a bearer token", "no tenant");
                 return NULL;
         }
-        x = s->default_sbx[tenant] ? xb_sbx_find(s, s->default_sbx[tenant], tenant) : NULL;
+        x = rs->default_sbx[tenant] ? xb_sbx_find(s, rs->default_sbx[tenant], tenant) : NULL;
         if (x)
                 return x;
         if (xb_sbx_create(s, tenant, &s->o.defaults, NULL, 0, NULL, NULL, XB_TTL_MAX_MS / 7, &x, &err) < 0) {
                 xb_reply_error(r, 503, "sandbox_failed", "retry", "could not create the default sandbox: %s", err.msg);
                 return NULL;
         }
-        free(s->default_sbx[tenant]);
-        s->default_sbx[tenant] = strdup(x->id);
+        free(rs->default_sbx[tenant]);
+        rs->default_sbx[tenant] = strdup(x->id);
         return x;
 }
 

@@ -8,7 +8,7 @@
 
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "core/core.h"
+#include "rest/rest.h"
 #include "ops/jsonv.h"
 #include "ops/ops.h"
 #include "rest/status.h"

@@ -11,9 +11,8 @@
 #include "base/cleanup.h"
 #include "ops/catalog.h"
 #include "rest/openapi_doc.h"
-#include "core/core.h"
+#include "rest/rest.h"
 
-#define ROUTES_MAX 256
 
 /* A 64x64 terminal prompt. */
 static const unsigned char logo_png[] = {
@@ -41,7 +40,7 @@ static const unsigned char logo_png[] = {
 static void
 base_url(struct xb_req *r, char *buf, size_t n)
 {
-        struct xb_server *s = xb_req_app(r);
+        struct xb_rest *s = xb_rest_of(r);
         const char *host = xb_req_header(r, "Host"), *proto = xb_req_header(r, "X-Forwarded-Proto");
         const char *url = s->http ? xb_http_url(s->http) : NULL;
 
@@ -56,14 +55,12 @@ base_url(struct xb_req *r, char *buf, size_t n)
 static void
 openapi_json(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
-        static struct xb_route routes[ROUTES_MAX];
+        struct xb_rest *s = xb_rest_of(r);
         char base[300];
-        size_t n = xb_server_routes(routes, ROUTES_MAX);
         json_t *doc;
 
         base_url(r, base, sizeof(base));
-        doc = xb_openapi_build(routes, n, base, s->o.no_auth, NULL);
+        doc = xb_openapi_build(s->routes, s->nroutes, base, s->no_auth, NULL);
         if (!doc) {
                 xb_reply_error(r, 500, "internal", "report this to the operator; GET /v1/guide still works",
                                "the OpenAPI document could not be built");
@@ -91,7 +88,7 @@ static const char description_for_model[] =
 static void
 plugin_manifest(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
+        struct xb_rest *s = xb_rest_of(r);
         const char *vtoken = getenv("EXECBOX_PLUGIN_VERIFICATION_TOKEN");
         const char *email = getenv("EXECBOX_CONTACT_EMAIL");
         char base[300], api[340], logo[340], legal[340];
@@ -101,7 +98,7 @@ plugin_manifest(struct xb_req *r)
         snprintf(api, sizeof(api), "%s/openapi.json", base);
         snprintf(logo, sizeof(logo), "%s/logo.png", base);
         snprintf(legal, sizeof(legal), "%s/v1/guide#legal", base);
-        if (s->o.no_auth)
+        if (s->no_auth)
                 auth = json_pack("{s:s}", "type", "none");
         else {
                 /* The operator's token is the service's; OpenAI hands out a
@@ -122,8 +119,8 @@ plugin_manifest(struct xb_req *r)
 static void
 guide(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
-        _cleanup_free_ char *text = xb_guide_render(&s->o.defaults);
+        struct xb_rest *s = xb_rest_of(r);
+        _cleanup_free_ char *text = xb_guide_render(&s->core->o.defaults);
 
         if (!text) {
                 xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");

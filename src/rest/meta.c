@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "core/core.h"
+#include "rest/rest.h"
 
 static void
 healthz(struct xb_req *r)
@@ -15,7 +15,7 @@ healthz(struct xb_req *r)
 static void
 readyz(struct xb_req *r)
 {
-        struct xb_server *s = xb_req_app(r);
+        struct xb_core *s = xb_rest_of(r)->core;
 
         if (s->stopping) {
                 xb_reply_error(r, 503, "shutting_down", "retry against another instance", "the server is stopping");
@@ -30,7 +30,7 @@ static void
 metrics(struct xb_req *r)
 {
         static const char *const le[] = { "1", "2", "5", "10", "25", "50", "100", "250", "500", "1000", "5000", "+Inf" };
-        struct xb_server *s = xb_req_app(r);
+        struct xb_core *s = xb_rest_of(r)->core;
         const struct xb_metrics *m = &s->m;
         struct xb_buf b = { .max = 1 << 20 };
         uint64_t cum = 0;

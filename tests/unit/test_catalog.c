@@ -13,7 +13,7 @@
 #include "base/cleanup.h"
 #include "ops/catalog.h"
 #include "rest/openapi_doc.h"
-#include "core/core.h"
+#include "daemon/daemon.h"
 
 #define ROUTES_MAX 256
 

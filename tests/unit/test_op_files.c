@@ -180,7 +180,7 @@ Test(op_files, operations_need_their_sandbox)
         static const char *const names[] = { "read_file", "write_file", "delete_file", "list_files", "stat_file",
                                              "make_directory", "move_file", NULL };
         static const struct xb_sink_ops sink = { NULL, sink_done, sink_fail };
-        struct xb_server core;
+        struct xb_core core;
 
         memset(&core, 0, sizeof(core));
         for (const char *const *n = names; *n; n++) {

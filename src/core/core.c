@@ -1,0 +1,76 @@
+/* The engine's life: open on a loop, stop taking sandboxes, close. See
+ * core.h. */
+#include "core/core.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "proto/wire.h"
+
+int
+xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
+{
+        struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .allow_mounts = o->allow_mounts,
+                                     .nallow = o->nallow };
+        struct xb_core *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c || !(c->rxbuf = malloc(XB_MSG_MAX))) {
+                free(c);
+                return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
+        }
+        c->o = *o;
+        if (!c->o.max_sandboxes)
+                c->o.max_sandboxes = XB_SERVER_MAX_SANDBOXES_DEFAULT;
+        c->loop = loop;
+        c->started_ms = xb_now_ms();
+        if ((r = xb_engine_open(&eo, &c->eng, err)) < 0) {
+                free(c->rxbuf);
+                free(c);
+                return r;
+        }
+        /* Cgroups of an earlier execbox that died without cleaning up. */
+        xb_engine_reap_stale(c->eng);
+        xb_pool_fill(c);
+        *ret = c;
+        return 0;
+}
+
+void
+xb_core_stop(struct xb_core *c)
+{
+        if (c)
+                c->stopping = true;
+}
+
+static void
+drain_timeout(struct xb_timer *t)
+{
+        struct xb_core *c = t->data;
+
+        xb_warn("%u sandboxes did not stop within 5 s", c->ndying);
+        xb_loop_stop(c->loop);
+}
+
+void
+xb_core_close(struct xb_core *c)
+{
+        struct xb_timer t = { 0 };
+
+        if (!c)
+                return;
+        c->stopping = true;
+        xb_timer_stop(&c->pool_timer);
+        xb_sbx_destroy_all(c);
+        /* Run the loop until every dying sandbox is reaped (sbx.c stops it
+         * when the last one goes), for at most 5 s. */
+        if (c->ndying) {
+                xb_timer_start(c->loop, &t, 5000, drain_timeout, c);
+                xb_loop_run(c->loop);
+                xb_timer_stop(&t);
+        }
+        xb_engine_close(c->eng);
+        free(c->rxbuf);
+        free(c);
+}
