@@ -202,6 +202,7 @@ clients-test: $(EXECBOX)
 	EXECBOX=$(abspath $(EXECBOX)) tests/clients/run_node.sh
 
 check: deps
+	$(MAKE) layering layering-test
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) fuzz-replay

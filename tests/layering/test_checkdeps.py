@@ -2,8 +2,7 @@
 
 Each test plants a src/ tree in a temporary directory, runs the checker on it
 with the real layer table (tools/layers.txt) and reads its exit status and lines.
-The last test runs it on the real tree; it is skipped unless XB_LAYERING_REAL=1,
-until the restructure makes the tree pass.
+The last test runs it on the real tree, which must pass.
 
 Run: /usr/bin/python3 -m pytest -q tests/layering   (or `make layering-test`)
 """
@@ -343,8 +342,6 @@ def test_cycle_limit_lists_the_tangle(tmp_path):
                        'one tangle: ' + ' '.join(f'ops/k{i}' for i in range(7)))
 
 
-@pytest.mark.skipif(os.environ.get('XB_LAYERING_REAL') != '1',
-                    reason='the real tree does not pass yet; set XB_LAYERING_REAL=1')
 def test_real_tree():
     p = subprocess.run([sys.executable, CHECKDEPS], capture_output=True, text=True, timeout=60)
     print(p.stdout, end='')
