@@ -3,7 +3,8 @@
  * (then a wait call gets the rest). Past its hard timeout it is
  * interrupted and keeps the session's state; if the interrupt does not
  * stop it within INTERRUPT_GRACE_MS the interpreter is killed. A call that
- * leaves only detaches: the cell runs on. */
+ * leaves only detaches: the cell runs on. A cell's call counts as a waiter
+ * on the sandbox (xb_sbx_wait_begin), which holds off its expiry. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -61,14 +62,25 @@ cell_json(struct xb__cell *c, const char *status, bool only_new)
         return o;
 }
 
+/* Nobody waits on the cell any more; returns who did. */
+static struct xb_call *
+detach(struct xb__cell *c)
+{
+        struct xb_call *call = c->call;
+
+        if (call) {
+                c->call = NULL;
+                xb_sbx_wait_end(c->ss->sbx);
+        }
+        c->stream = false;
+        return call;
+}
+
 /* The client left: the cell runs on, and a wait can pick up its end. */
 static void
 cell_cancel(void *owner)
 {
-        struct xb__cell *c = owner;
-
-        c->call = NULL;
-        c->stream = false;
+        detach(owner);
 }
 
 static void
@@ -76,6 +88,7 @@ attach(struct xb__cell *c, struct xb_call *call, bool stream)
 {
         c->call = call;
         c->stream = stream;
+        xb_sbx_wait_begin(c->ss->sbx);
         xb_call_on_cancel(call, cell_cancel, c);
 }
 
@@ -92,8 +105,7 @@ xb__cell_reply(struct xb__cell *c, const char *status)
         o = cell_json(c, status, true);
         if (c->stream)
                 json_object_del(o, "outputs");   /* they went as events */
-        c->call = NULL;
-        c->stream = false;
+        detach(c);
         xb_call_done(call, o);
 }
 

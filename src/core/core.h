@@ -76,6 +76,18 @@ void xb_core_close(struct xb_core *c);
 
 enum xb_sbx_state { XB_SBX_STARTING, XB_SBX_READY, XB_SBX_DYING, XB_SBX_DEAD };
 
+/* Why a sandbox ended: the error its unfinished work fails with
+ * (xb_sbx_gone) follows from it, and adapters word their advice by it. */
+enum xb_sbx_end {
+        XB_SBX_LIVE,                  /* it has not ended */
+        XB_SBX_DELETED,               /* a client deleted it */
+        XB_SBX_EXPIRED,               /* its lease ran out */
+        XB_SBX_CRASHED,               /* its init died */
+        XB_SBX_BROKEN,                /* init broke the protocol and was killed */
+        XB_SBX_SETUP_FAILED,          /* init could not set it up */
+        XB_SBX_SHUTDOWN,              /* the server is stopping */
+};
+
 struct xb_sbx {
         struct xb_core *core;
         struct xb_defer defer;        /* sbx_free, at the last unref */
@@ -98,28 +110,34 @@ struct xb_sbx {
         unsigned nwaiting;            /* clients waiting on its work (xb_sbx_wait_begin) */
         struct xb_proc *procs;        /* linked by next */
         unsigned nprocs;
-        struct xb_fileop *fileops;    /* pending file operations, by tag */
+        unsigned nfileops;            /* file operations waiting on init */
         struct xb_session *sessions;  /* code sessions (sessions.h) */
         unsigned nsessions;
         struct xb_image *images;      /* images cells displayed, oldest first */
         unsigned nimages;
         size_t image_bytes;
-        char error[200];              /* why it died, if it did */
+        enum xb_sbx_end end;          /* why it died, if it did */
+        char error[200];              /* and in words (neutral: no protocol's terms) */
+        uint32_t images_tag;          /* the pending tag that frees its images (images.c) */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };
 
-/* ---- registry and lifecycle (sbx.c) ---- */
+/* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 /* Create (from the pool when it fits) and register; err says why not. */
 int xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
                   size_t nbinds, char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret,
                   struct xb_err *err);
 void xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms);
-/* Kill everything and unregister; the memory goes when the last ref does. */
-void xb_sbx_destroy(struct xb_sbx *x, const char *why);
+/* Kill everything and unregister, for end and why (neutral words, or NULL);
+ * the memory goes when the last ref does. A second call does nothing. */
+void xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why);
+/* Fill err for work x's end cut short: XB_E_SANDBOX_EXPIRED when its lease
+ * ran out, else XB_E_SANDBOX_GONE; the message is why (a died callback's),
+ * or dflt when why is NULL. Returns -ESRCH. */
+int xb_sbx_gone(const struct xb_sbx *x, const char *why, const char *dflt, struct xb_err *err);
 void xb_sbx_ref(struct xb_sbx *x);
 void xb_sbx_unref(struct xb_sbx *x);
-uint32_t xb_sbx_tag(struct xb_sbx *x);
 json_t *xb_sbx_json(const struct xb_sbx *x);
 
 /* Pending tags: whoever asks init for work (a spawn, a file operation)
@@ -140,10 +158,15 @@ struct xb_pending_ops {
 uint32_t xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx);
 /* Forget tag; a tag not in the table (died already ran) is ignored. */
 void xb_sbx_pending_del(struct xb_sbx *x, uint32_t tag);
-/* A client waits on the sandbox's work (a command, a read): expiry waits
- * for it. Every begin has one end. */
+/* A client waits on the sandbox's work (a command, a read, a cell): expiry
+ * waits for it. Every begin has one end. */
 void xb_sbx_wait_begin(struct xb_sbx *x);
 void xb_sbx_wait_end(struct xb_sbx *x);
+static inline bool
+xb_sbx_busy(const struct xb_sbx *x)
+{
+        return x->nwaiting > 0;
+}
 void xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
 void xb_pool_fill(struct xb_core *s);
 void xb_sbx_destroy_all(struct xb_core *s);
@@ -196,13 +219,3 @@ int xb_proc_signal(struct xb_proc *p, int signo);
 /* Kill p if it runs, and drop it once it has ended. */
 void xb_proc_forget(struct xb_proc *p);
 bool xb_proc_running(const struct xb_proc *p);
-bool xb_sessions_any_waited(const struct xb_sbx *x);
-static inline bool
-xb_sbx_busy(const struct xb_sbx *x)
-{
-        return x->nwaiting > 0 || xb_sessions_any_waited(x);
-}
-
-/* ---- files (files.c) ---- */
-void xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t nfds);
-void xb_fileop_sandbox_died(struct xb_sbx *x);

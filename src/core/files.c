@@ -3,14 +3,15 @@
  * calls them; files_data.c does what an opened file's fd is for).
  *
  * Theory of operation. The daemon never opens a sandbox path. An
- * operation (struct xb_fileop) sends XB_REQ_FILE with a fresh tag and
- * waits on its sandbox until init's XB_EV_FILE with that tag comes back (a
- * listing may come in parts); then it ends its call. Reads and writes get
- * one fd from init, which the daemon checks (a regular file, on a real
- * filesystem, opened for what is asked) before using it. A cancelled call
- * leaves its operation abandoned: the reply, when it comes, only closes
- * fds. When the sandbox dies every pending operation fails
- * XB_E_SANDBOX_GONE. A reply that breaks the protocol kills the sandbox. */
+ * operation (struct xb_fileop) takes a pending tag (xb_sbx_pending_add),
+ * sends XB_REQ_FILE with it and holds it until init's XB_EV_FILE with that
+ * tag comes back (a listing may come in parts); then it ends its call.
+ * Reads and writes get one fd from init, which the daemon checks (a
+ * regular file, on a real filesystem, opened for what is asked) before
+ * using it. A cancelled call leaves its operation abandoned: the reply,
+ * when it comes, only closes fds. When the sandbox dies every pending
+ * operation fails XB_E_SANDBOX_GONE (or XB_E_SANDBOX_EXPIRED). A reply
+ * that breaks the protocol kills the sandbox. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -37,10 +38,9 @@ struct list_entry {
 };
 
 struct xb_fileop {
-        struct xb_fileop *next;
         struct xb_sbx *sbx;           /* referenced */
         struct xb_call *call;         /* NULL once answered or cancelled */
-        uint32_t tag;
+        uint32_t tag;                 /* its pending tag, until init's last reply */
         enum xb_fop op;
         char *path, *path2;           /* as shown to the client: absolute */
         const struct xb_fileop_fd_ops *fd_ops;   /* READ, WRITE */
@@ -68,14 +68,12 @@ op_free(struct xb_fileop *op)
         free(op);
 }
 
+/* Init answered op in full, or its sandbox died: op waits no more. */
 static void
 op_unlink(struct xb_fileop *op)
 {
-        for (struct xb_fileop **pp = &op->sbx->fileops; *pp; pp = &(*pp)->next)
-                if (*pp == op) {
-                        *pp = op->next;
-                        return;
-                }
+        xb_sbx_pending_del(op->sbx, op->tag);
+        op->sbx->nfileops--;
 }
 
 /* The call is ending: nobody may end it twice, even when its sink starts
@@ -98,38 +96,40 @@ op_cancel(void *owner)
         op->call = NULL;
 }
 
-static int
-gone(const struct xb_sbx *x, struct xb_err *err)
-{
-        return xb_err_code(err, XB_E_SANDBOX_GONE, ESRCH, NULL, "%s", x->error[0] ? x->error : "the sandbox is gone");
-}
+#define GONE "the sandbox is gone"
 
 int
 xb_fileop_sandbox_ok(const struct xb_sbx *x, struct xb_err *err)
 {
-        return x->state < XB_SBX_DYING && x->sb ? 0 : gone(x, err);
+        if (x->state < XB_SBX_DYING && x->sb)
+                return 0;
+        return xb_sbx_gone(x, x->error[0] ? x->error : NULL, GONE, err);
 }
+
+static const struct xb_pending_ops fileop_pending;
 
 /* Send q to init for op; on failure end the call and free op. */
 static void
 op_start(struct xb_sbx *x, struct xb_file_req *q, struct xb_fileop *op)
 {
         struct xb_err err = { 0 };
-        unsigned pending = 0;
         uint32_t tag;
 
-        for (struct xb_fileop *o = x->fileops; o; o = o->next)
-                pending++;
         if (xb_fileop_sandbox_ok(x, &err) < 0)
                 goto fail;
-        if (pending >= PENDING_MAX) {
+        if (x->nfileops >= PENDING_MAX) {
                 xb_err_code(&err, XB_E_TOO_MANY_FILE_REQUESTS, EAGAIN, NULL,
-                            "the sandbox has %u file requests in flight, its limit", pending);
+                            "the sandbox has %u file requests in flight, its limit", x->nfileops);
                 goto fail;
         }
-        tag = xb_sbx_tag(x);
+        tag = xb_sbx_pending_add(x, &fileop_pending, op);
+        if (!tag) {
+                xb_err_code(&err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
+                goto fail;
+        }
         q->uid = q->gid = XB_USER_UID;
         if (xb_filec_send(x->sb->sock, tag, q, &err) < 0) {
+                xb_sbx_pending_del(x, tag);
                 if (err.code == EAGAIN)
                         xb_err_code(&err, XB_E_SANDBOX_BUSY, EAGAIN, NULL, "the sandbox's init is behind on requests");
                 else
@@ -140,8 +140,7 @@ op_start(struct xb_sbx *x, struct xb_file_req *q, struct xb_fileop *op)
         op->tag = tag;
         op->op = q->op;
         xb_sbx_ref(x);
-        op->next = x->fileops;
-        x->fileops = op;
+        x->nfileops++;
         xb_sbx_touch(x, 0);
         xb_call_on_cancel(op->call, op_cancel, op);
         return;
@@ -450,27 +449,18 @@ absorb_entries(struct xb_fileop *op, const struct xb_msgr *m, const struct xb_fi
         return 0;
 }
 
-static struct xb_fileop *
-find_op(struct xb_sbx *x, uint32_t tag)
+/* Init's reply for op's tag (fds are ours). */
+static void
+op_file(void *ctx, const struct xb_init_event *ev, int *fds, size_t nfds)
 {
-        for (struct xb_fileop *op = x->fileops; op; op = op->next)
-                if (op->tag == tag)
-                        return op;
-        return NULL;
-}
-
-void
-xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t nfds)
-{
-        struct xb_fileop *op = find_op(x, ev->tag);
+        struct xb_fileop *op = ctx;
+        struct xb_sbx *x = op->sbx;
         struct xb_file_reply rep;
         struct stat st = { 0 };
         const char *bad = NULL;
         int r = 0;
 
-        if (!op)
-                bad = "a reply nobody asked for";
-        else if (xb_filec_parse(&ev->msg, op->op, nfds, &rep) < 0)
+        if (xb_filec_parse(&ev->msg, op->op, nfds, &rep) < 0)
                 bad = "a malformed reply";
         else if (rep.nentries && (r = absorb_entries(op, &ev->msg, &rep)) == -EBADMSG)
                 bad = "too many entries";
@@ -482,7 +472,8 @@ xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, s
                 for (size_t i = 0; i < nfds; i++)
                         close(fds[i]);
                 xb_warn("sandbox %s: init sent %s; killing it", x->id, bad);
-                xb_sbx_destroy(x, "the sandbox broke the init protocol and was killed");
+                /* Its death fails and frees op (op_died). */
+                xb_sbx_destroy(x, XB_SBX_BROKEN, "the sandbox broke the init protocol and was killed");
                 return;
         }
         if (r < 0 && op->call)   /* out of memory for the listing: answer now, drop the rest */
@@ -498,19 +489,19 @@ xb_fileop_on_reply(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, s
         op_free(op);
 }
 
-void
-xb_fileop_sandbox_died(struct xb_sbx *x)
+/* The sandbox died before init answered: the call fails, op goes. */
+static void
+op_died(void *ctx, const char *why)
 {
+        struct xb_fileop *op = ctx;
         struct xb_err err = { 0 };
 
-        while (x->fileops) {
-                struct xb_fileop *op = x->fileops;
-
-                x->fileops = op->next;
-                if (op->call) {
-                        gone(x, &err);
-                        xb_call_fail(take_call(op), &err);
-                }
-                op_free(op);
+        op->sbx->nfileops--;
+        if (op->call) {
+                xb_sbx_gone(op->sbx, why, GONE, &err);
+                xb_call_fail(take_call(op), &err);
         }
+        op_free(op);
 }
+
+static const struct xb_pending_ops fileop_pending = { .file = op_file, .died = op_died };

@@ -1,6 +1,8 @@
 /* Images that cells displayed: decoded from the driver's base64, checked,
  * and kept per sandbox (the newest XB_IMAGES_PER_SANDBOX, at most
- * XB_IMAGE_BYTES_PER_SANDBOX) until an adapter serves them by name. */
+ * XB_IMAGE_BYTES_PER_SANDBOX) for adapters to serve by name. They outlive
+ * their sessions: a pending tag of their own frees them when the sandbox
+ * ends. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +28,13 @@ image_free(struct xb_image *im)
         free(im);
 }
 
-void
-xb_images_free(struct xb_sbx *x)
+static void
+images_died(void *ctx, const char *why)
 {
+        struct xb_sbx *x = ctx;
+
+        (void)why;
+        x->images_tag = 0;
         while (x->images) {
                 struct xb_image *im = x->images;
 
@@ -39,6 +45,8 @@ xb_images_free(struct xb_sbx *x)
         x->image_bytes = 0;
 }
 
+static const struct xb_pending_ops images_pending = { .died = images_died };
+
 const char *
 xb__image_store(struct xb_sbx *x, const char *mime, const char *b64, const char *hint_name)
 {
@@ -47,6 +55,10 @@ xb__image_store(struct xb_sbx *x, const char *mime, const char *b64, const char 
         void *out;
         struct xb_image *im;
 
+        /* Nothing may hold images past the sandbox's death, which frees them. */
+        if (x->state >= XB_SBX_DYING ||
+            (!x->images_tag && !(x->images_tag = xb_sbx_pending_add(x, &images_pending, x))))
+                return NULL;
         if (in / 4 * 3 > XB_IMAGE_MAX || xb_base64_decode_alloc(b64, in, XB_IMAGE_MAX, XB_BASE64_NEWLINES, &out, &n) < 0)
                 return NULL;
         if (strcmp(mime, "image/png") == 0 && (n < 8 || memcmp(out, png_sig, 8) != 0)) {

@@ -346,8 +346,10 @@ static void
 proc_died(void *ctx, const char *why)
 {
         struct xb_proc *p = ctx;
+        struct xb_err err = { 0 };
 
-        proc_answer_gone(p, why ? why : "the sandbox was deleted");
+        xb_sbx_gone(p->sbx, why, "the sandbox was deleted", &err);
+        proc_answer_gone(p, &err);
         if (!p->finished) {
                 if (!p->exited)
                         p->killed_by_request = true;

@@ -53,7 +53,7 @@ void proc_answer_finished(struct xb_proc *p);
 void proc_answer_spawned(struct xb_proc *p);
 /* The spawn failed: fail the exec or start call. */
 void proc_answer_spawn_error(struct xb_proc *p, int errnum, const char *stage);
-/* The sandbox died before p was confirmed: fail the start call. */
-void proc_answer_gone(struct xb_proc *p, const char *why);
+/* The sandbox died before p was confirmed: fail the start call with err. */
+void proc_answer_gone(struct xb_proc *p, const struct xb_err *err);
 /* The result so far of a running process (soft timeout, a wait's timeout). */
 json_t *proc_running_json(const struct xb_proc *p);

@@ -337,13 +337,13 @@ proc_answer_spawned(struct xb_proc *p)
 }
 
 void
-proc_answer_gone(struct xb_proc *p, const char *why)
+proc_answer_gone(struct xb_proc *p, const struct xb_err *err)
 {
         struct xb_call *c = p->start;
 
         p->start = NULL;
         if (c)
-                xb_call_failf(c, XB_E_SANDBOX_GONE, NULL, "%s", why);
+                xb_call_fail(c, err);
 }
 
 void

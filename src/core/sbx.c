@@ -1,20 +1,20 @@
-/* Sandboxes as the server sees them: registry, creation (pooled or cold),
- * init's events and the pending tags they reach their owners by, the
- * waiter count that holds off expiry, and teardown. */
+/* Sandboxes as the server sees them: the registry, a cold start, init's
+ * events and the pending tags they reach their owners by, the waiter
+ * count that holds off expiry, and teardown. It names none of its users:
+ * processes, file operations and sessions hear init, and the sandbox's
+ * end, through their tags. Creation and the warm pool are pool.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
 #include "proc/env.h"
 #include "proc/initc.h"
-#include "core/core.h"
-#include "core/sessions.h"
+#include "core/sbx_int.h"
 
 static int
 by_id(const void *a, const void *b)
@@ -97,8 +97,8 @@ xb_sbx_unref(struct xb_sbx *x)
                 xb_loop_defer(x->core->loop, &x->defer, sbx_free, x);
 }
 
-uint32_t
-xb_sbx_tag(struct xb_sbx *x)
+static uint32_t
+next_tag(struct xb_sbx *x)
 {
         /* Tag 0 is init's own (setup errors); wrap around past it. */
         if (++x->next_tag == 0)
@@ -150,7 +150,7 @@ xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx
         }
         /* Tags wrap after 2^32: skip one still in use. */
         do
-                tag = xb_sbx_tag(x);
+                tag = next_tag(x);
         while (pending_find(x, tag, &i));
         memmove(&x->pending[i + 1], &x->pending[i], (x->npending - i) * sizeof(*x->pending));
         x->pending[i] = (struct xb_pending){ .tag = tag, .ops = ops, .ctx = ctx };
@@ -290,7 +290,7 @@ on_pidfd(struct xb_io *io, uint32_t events)
         (void)events;
         if (x->state < XB_SBX_DYING) {
                 xb_warn("sandbox %s: init exited unexpectedly", x->id);
-                xb_sbx_destroy(x, "the sandbox's init exited; create a new sandbox");
+                xb_sbx_destroy(x, XB_SBX_CRASHED, "the sandbox's init exited; create a new sandbox");
         }
         finalize(x);
 }
@@ -317,7 +317,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                 }
                 if (r < 0) {
                         xb_warn("sandbox %s: malformed message from init; killing it", x->id);
-                        xb_sbx_destroy(x, "the sandbox broke the init protocol and was killed");
+                        xb_sbx_destroy(x, XB_SBX_BROKEN, "the sandbox broke the init protocol and was killed");
                         return;
                 }
                 if (pending_event(x, &ev, fds, nfds))
@@ -328,27 +328,26 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 x->state = XB_SBX_READY;
                         break;
                 case XB_IEV_SPAWNED:
-                        if (!xb_session_on_spawned(x, ev.tag, ev.pid))
-                                unowned(x, &ev);
-                        break;
                 case XB_IEV_EXITED:
-                        if (!xb_session_on_exited(x, ev.tag, ev.status))
-                                unowned(x, &ev);
+                        unowned(x, &ev);
                         break;
                 case XB_IEV_ERROR:
                         if (ev.tag == 0) {
                                 xb_warn("sandbox %s: %s", x->id, ev.stage);
                                 snprintf(x->error, sizeof(x->error), "%s", ev.stage);
-                                xb_sbx_destroy(x, "the sandbox could not be set up");
+                                xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, "the sandbox could not be set up");
                                 return;
                         }
-                        if (!xb_session_on_error(x, ev.tag, ev.errnum, ev.stage))
-                                unowned(x, &ev);
+                        unowned(x, &ev);
                         break;
                 case XB_IEV_FILE:
-                        xb_fileop_on_reply(x, &ev, fds, nfds);
-                        nfds = 0;
-                        break;
+                        /* A file operation holds its tag until init's reply,
+                         * even when its client left: nobody asked for this. */
+                        for (size_t k = 0; k < nfds; k++)
+                                close(fds[k]);
+                        xb_warn("sandbox %s: init sent a reply nobody asked for; killing it", x->id);
+                        xb_sbx_destroy(x, XB_SBX_BROKEN, "the sandbox broke the init protocol and was killed");
+                        return;
                 }
                 for (size_t k = 0; k < nfds; k++)
                         close(fds[k]);
@@ -368,7 +367,7 @@ on_expiry(struct xb_timer *t)
         }
         x->core->m.sandboxes_expired++;
         xb_info("sandbox %s expired", x->id);
-        xb_sbx_destroy(x, "the sandbox expired; extend it with POST /v1/sandboxes/{id}/keepalive");
+        xb_sbx_destroy(x, XB_SBX_EXPIRED, "the sandbox expired");
 }
 
 void
@@ -381,28 +380,35 @@ xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms)
 }
 
 void
-xb_sbx_destroy(struct xb_sbx *x, const char *why)
+xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why)
 {
         if (x->state >= XB_SBX_DYING)
                 return;
         x->state = XB_SBX_DYING;
+        x->end = end;
         x->core->ndying++;
         if (why && !x->error[0])
                 snprintf(x->error, sizeof(x->error), "%s", why);
         xb_timer_stop(&x->expiry);
         unregister(x);
         pending_died(x);
-        xb_fileop_sandbox_died(x);
-        xb_sessions_sandbox_died(x);
         xb_io_stop(&x->sock_io);
         /* Init's death takes the pid namespace down; the pidfd says when. */
         xb_sandbox_kill(x->sb);
         x->core->m.sandboxes_deleted++;
 }
 
-static struct xb_sbx *
-start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
-      struct xb_err *err)
+int
+xb_sbx_gone(const struct xb_sbx *x, const char *why, const char *dflt, struct xb_err *err)
+{
+        enum xb_ecode code = why && x->end == XB_SBX_EXPIRED ? XB_E_SANDBOX_EXPIRED : XB_E_SANDBOX_GONE;
+
+        return xb_err_code(err, code, ESRCH, NULL, "%s", why ? why : dflt);
+}
+
+struct xb_sbx *
+xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
+              struct xb_err *err)
 {
         struct xb_sandbox_config cfg = { .limits = *l, .binds = binds, .nbinds = nbinds };
         struct xb_sbx *x = calloc(1, sizeof(*x));
@@ -432,155 +438,19 @@ start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds,
         return x;
 }
 
-/* ---- the warm pool ---- */
-
-static void
-pool_tick(struct xb_timer *t)
-{
-        xb_pool_fill(t->data);
-}
-
-void
-xb_pool_fill(struct xb_core *s)
-{
-        /* One per tick: a burst of creations must not stall requests. */
-        if (s->stopping || s->npool >= s->o.pool_size ||
-            s->nsandboxes + s->npool >= s->o.max_sandboxes)
-                return;
-        {
-                struct xb_err err = { 0 };
-                struct xb_sbx *x = start(s, &s->o.defaults, NULL, 0, &err);
-
-                if (!x) {
-                        xb_warn("pool: %s", err.msg);
-                        xb_timer_start(s->loop, &s->pool_timer, 1000, pool_tick, s);
-                        return;
-                }
-                x->pooled = true;
-                if (s->o.pool_python) {
-                        struct xb_session *ss = xb_session_start(x, "python", true, &err);
-
-                        if (ss)
-                                xb_session_mark_warm(ss);
-                        else
-                                xb_warn("pool: no warm Python session: %s", err.msg);
-                }
-                x->next = s->pool;
-                s->pool = x;
-                s->npool++;
-        }
-        if (s->npool < s->o.pool_size)
-                xb_timer_start(s->loop, &s->pool_timer, 0, pool_tick, s);
-}
-
-/* Memory, pids and cpus change on a claim (if the cgroup cannot, the claim
- * fails and a cold start follows); the disk size and mounts are fixed when
- * a sandbox starts. */
-static bool
-pool_fits(const struct xb_core *s, const struct xb_limits *l, size_t nbinds)
-{
-        return nbinds == 0 && l->disk == s->o.defaults.disk;
-}
-
-static struct xb_sbx *
-claim(struct xb_core *s, const struct xb_limits *l, struct xb_err *err)
-{
-        struct xb_sbx *x = s->pool, **pp = &s->pool;
-
-        /* Prefer one that is ready. */
-        for (struct xb_sbx **q = &s->pool; *q; q = &(*q)->next)
-                if ((*q)->state == XB_SBX_READY) {
-                        pp = q;
-                        x = *q;
-                        break;
-                }
-        if (!x)
-                return NULL;
-        /* A warm interpreter (--pool-python) uses ~110 MiB of the sandbox's
-         * memory: a lower limit would OOM-kill it, or be refused. */
-        if (l->memory < x->limits.memory && xb_session_has_warm(x))
-                return NULL;
-        if (memcmp(l, &x->limits, sizeof(*l)) != 0) {
-                struct xb_cgroup_limits cl = { .memory = l->memory, .pids = l->pids, .cpus_milli = l->cpus_milli };
-
-                if (xb_cgroup_set_limits(x->sb->cg, &cl, err) < 0)
-                        return NULL;
-                x->limits = *l;
-        }
-        *pp = x->next;
-        x->next = NULL;
-        x->pooled = false;
-        s->npool--;
-        return x;
-}
-
-/* Why a start failed, for the client: a mount it may not make, the host's
- * limit, or the server's trouble. */
-static int
-create_error(struct xb_err *err)
-{
-        if (err->code == EPERM || err->code == EINVAL || err->code == ENOENT)
-                err->ecode = XB_E_INVALID_MOUNT;
-        else if (err->code == EAGAIN)
-                err->ecode = XB_E_TOO_MANY_SANDBOXES;
-        else
-                err->ecode = XB_E_SANDBOX_FAILED;
-        return -err->code;
-}
-
 int
-xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
-              char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
+xb__sbx_register(struct xb_sbx *x)
 {
-        struct xb_sbx *x = NULL;
-
-        if (s->nsandboxes >= s->o.max_sandboxes)
-                return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
-                                   NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
-        if (pool_fits(s, l, nbinds)) {
-                struct xb_err ignored = { 0 };
-
-                x = claim(s, l, &ignored);
-        }
-        if (x)
-                s->m.pool_hits++;
-        else {
-                s->m.pool_misses++;
-                x = start(s, l, binds, nbinds, err);
-                if (!x)
-                        return create_error(err);
-        }
-        x->tenant = tenant;
-        x->env = env;
-        {
-                struct timespec ts;
-
-                clock_gettime(CLOCK_REALTIME, &ts);
-                x->created_unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-        }
-        x->metadata = metadata ? json_incref(metadata) : json_object();
-        x->created_ms = xb_now_ms();
-        if (!tsearch(x, &s->by_id, by_id)) {
-                x->env = NULL;
-                xb_sbx_destroy(x, NULL);
-                xb_err_set(err, ENOMEM, "register the sandbox");
-                return create_error(err);
-        }
-        s->nsandboxes++;
-        s->m.sandboxes_created++;
-        xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
-        /* Refill a little later: a start costs a millisecond of the loop, and
-         * the client's first exec is probably on its way now. */
-        if (!s->pool_timer.active)
-                xb_timer_start(s->loop, &s->pool_timer, XB_POOL_REFILL_DELAY_MS, pool_tick, s);
-        *ret = x;
+        if (!tsearch(x, &x->core->by_id, by_id))
+                return -ENOMEM;
+        x->core->nsandboxes++;
         return 0;
 }
 
 static void
 destroy_one(struct xb_sbx *x, void *data)
 {
-        xb_sbx_destroy(x, data);
+        xb_sbx_destroy(x, XB_SBX_SHUTDOWN, data);
 }
 
 void
@@ -590,7 +460,7 @@ xb_sbx_destroy_all(struct xb_core *s)
         while (s->pool) {
                 struct xb_sbx *x = s->pool;
 
-                xb_sbx_destroy(x, "the server is shutting down");
+                xb_sbx_destroy(x, XB_SBX_SHUTDOWN, "the server is shutting down");
         }
 }
 

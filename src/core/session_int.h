@@ -14,6 +14,7 @@
 #include "core/call.h"
 
 struct xb_sbx;
+struct xb_pending_ops;
 
 #define XB__LINE_MAX_BYTES (32u << 20)
 #define XB__STDERR_TAIL 8192
@@ -55,7 +56,7 @@ struct xb_session {
         char mode[16];                 /* python, jupyter, bash, javascript */
         enum xb__ss_state state;
         bool warm, claimed, preload;
-        uint32_t tag;
+        uint32_t tag;                  /* the driver's pending tag (0 before the first spawn) */
         pid_t pid;
         int in_fd, out_fd, err_fd;
         struct xb_io in_io, out_io, err_io;
@@ -73,6 +74,9 @@ struct xb_session {
 };
 
 /* ---- sessions.c ---- */
+/* A driver's tag's callbacks (ctx: its session): init's events, and the
+ * sandbox's death, which deletes the session. */
+extern const struct xb_pending_ops xb__session_pending;
 /* Mark ss dead for why: kill the driver, close its pipes, answer everyone waiting. */
 void xb__session_died(struct xb_session *ss, const char *why);
 /* The driver said "ready". */

@@ -318,6 +318,7 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
         const char *const extra[] = { "PYTHONUNBUFFERED=1", "MPLBACKEND=module://matplotlib_inline.backend_inline",
                                       "PYDEVD_DISABLE_FILE_VALIDATION=1" };
         struct xb_exec_spec q;
+        uint32_t tag;
         int r, n = 0;
 
         if (!strcmp(ss->mode, "javascript")) {
@@ -356,12 +357,21 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
                 r = xb_err_set(err, -r, "pipe");
                 goto out;
         }
-        ss->tag = xb_sbx_tag(x);
+        tag = xb_sbx_pending_add(x, &xb__session_pending, ss);
+        if (!tag) {
+                r = xb_err_set(err, ENOMEM, "session");
+                goto out;
+        }
         q = (struct xb_exec_spec){ .argv = argv, .env = env, .cwd = "/home/user", .uid = XB_USER_UID,
                                    .gid = XB_USER_UID, .std = { in[0], out[1], er[1] } };
-        r = xb_initc_spawn(x->sb->sock, ss->tag, &q, err);
-        if (r < 0)
+        r = xb_initc_spawn(x->sb->sock, tag, &q, err);
+        if (r < 0) {
+                xb_sbx_pending_del(x, tag);
                 goto out;
+        }
+        /* The old driver's events (a restart's) reach nobody now. */
+        xb_sbx_pending_del(x, ss->tag);
+        ss->tag = tag;
         ss->in_fd = in[1];
         ss->out_fd = out[0];
         ss->err_fd = er[0];

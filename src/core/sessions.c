@@ -1,5 +1,6 @@
 /* Code sessions: their lifecycle (start, the warm pool, restart, delete,
- * death), variable reads, and init's events for their drivers. See
+ * death), variable reads, and init's events for their drivers, which
+ * reach a session through its pending tag (one per spawn). See
  * sessions.h for the theory of operation; the driver protocol is in
  * session_io.c, cells in cells.c, images in images.c. */
 #define _GNU_SOURCE
@@ -406,6 +407,7 @@ xb_session_delete(struct xb_session *ss)
                 xb_call_failf(call, XB_E_SESSION_DELETED, NULL, "the session was deleted before its interpreter started");
         }
         xb__session_died(ss, "the session was deleted");
+        xb_sbx_pending_del(x, ss->tag);
         for (struct xb_session **pp = &x->sessions; *pp; pp = &(*pp)->next)
                 if (*pp == ss) {
                         *pp = ss->next;
@@ -434,53 +436,24 @@ xb_session_restart(struct xb_session *ss)
                 xb__session_died(ss, err.msg);
 }
 
-void
-xb_sessions_sandbox_died(struct xb_sbx *x)
+/* ---- init's events, through the pending tag ---- */
+
+static void
+session_spawned(void *ctx, pid_t pid)
 {
-        while (x->sessions)
-                xb_session_delete(x->sessions);
-        xb_images_free(x);
-}
+        struct xb_session *ss = ctx;
 
-bool
-xb_sessions_any_waited(const struct xb_sbx *x)
-{
-        for (const struct xb_session *ss = x->sessions; ss; ss = ss->next)
-                if (ss->cell && ss->cell->call)
-                        return true;
-        return false;
-}
-
-/* ---- init's events ---- */
-
-static struct xb_session *
-by_tag(struct xb_sbx *x, uint32_t tag)
-{
-        for (struct xb_session *ss = x->sessions; ss; ss = ss->next)
-                if (ss->tag == tag)
-                        return ss;
-        return NULL;
-}
-
-bool
-xb_session_on_spawned(struct xb_sbx *x, uint32_t tag, pid_t pid)
-{
-        struct xb_session *ss = by_tag(x, tag);
-
-        if (!ss)
-                return false;
         ss->pid = pid;
-        return true;
 }
 
-bool
-xb_session_on_exited(struct xb_sbx *x, uint32_t tag, int status)
+static void
+session_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
 {
-        struct xb_session *ss = by_tag(x, tag);
+        struct xb_session *ss = ctx;
         char why[160];
 
-        if (!ss)
-                return false;
+        (void)cpu_us;
+        (void)maxrss_kb;
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
                 snprintf(why, sizeof(why), "the interpreter was killed (SIGKILL), most likely for using more memory "
                          "than the sandbox's limit");
@@ -489,18 +462,26 @@ xb_session_on_exited(struct xb_sbx *x, uint32_t tag, int status)
         else
                 snprintf(why, sizeof(why), "the interpreter exited with status %d", WEXITSTATUS(status));
         xb__session_died(ss, why);
-        return true;
 }
 
-bool
-xb_session_on_error(struct xb_sbx *x, uint32_t tag, int errnum, const char *stage)
+static void
+session_error(void *ctx, int errnum, const char *stage)
 {
-        struct xb_session *ss = by_tag(x, tag);
+        struct xb_session *ss = ctx;
         char why[200];
 
-        if (!ss)
-                return false;
         snprintf(why, sizeof(why), "could not start the interpreter (%s: %s); is it installed?", stage, strerror(errnum));
         xb__session_died(ss, why);
-        return true;
 }
+
+/* The sandbox died: so does the session, in the same words as a delete. */
+static void
+session_sandbox_died(void *ctx, const char *why)
+{
+        (void)why;
+        xb_session_delete(ctx);
+}
+
+const struct xb_pending_ops xb__session_pending = {
+        .spawned = session_spawned, .exited = session_exited, .error = session_error, .died = session_sandbox_died,
+};

@@ -71,14 +71,9 @@ int xb_session_input(struct xb_session *ss, const char *data, struct xb_err *err
 /* Read a variable: {name, type, repr, json}. name is a checked identifier. */
 void xb_session_variable(struct xb_session *ss, struct xb_call *call, const char *name);
 void xb_session_restart(struct xb_session *ss);
+/* Also what the sandbox's death does to each of its sessions. */
 void xb_session_delete(struct xb_session *ss);
-void xb_sessions_sandbox_died(struct xb_sbx *x);
-/* Init events for session drivers (a spawn tag of theirs). */
-bool xb_session_on_spawned(struct xb_sbx *x, uint32_t tag, pid_t pid);
-bool xb_session_on_exited(struct xb_sbx *x, uint32_t tag, int status);
-bool xb_session_on_error(struct xb_sbx *x, uint32_t tag, int errnum, const char *stage);
 
-/* Images that cells displayed, served back by name. */
-void xb_images_free(struct xb_sbx *x);
-/* An image by name; NULL if it is not (or no longer) kept. */
+/* An image a cell displayed, by name; NULL if it is not (or no longer)
+ * kept. Images are kept until the sandbox ends. */
 const void *xb_image_find(struct xb_sbx *x, const char *name, size_t *len, const char **mime);

@@ -182,7 +182,7 @@ op_delete(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 
         if (!x)
                 return;
-        xb_sbx_destroy(x, "the sandbox was deleted");
+        xb_sbx_destroy(x, XB_SBX_DELETED, "the sandbox was deleted");
         xb_call_done(c, NULL);
 }
 

@@ -130,10 +130,11 @@ pass_error(struct chain *c, const struct xb_err *err)
 {
         const struct xb_rest_status *st = xb_rest_status(err->ecode);
         const char *hint = err->hint ? err->hint : st->hint;
-        char h[700];
+        char h[700], msg[XB_REST_MSG_MAX];
 
         snprintf(h, sizeof(h), "%s%sthe guide explains: GET /getGuide", hint ? hint : "", hint ? "; " : "");
-        xb_reply_error(c->outer, st->status, xb_ecode_name(err->ecode), h, "%s", err->msg);
+        xb_reply_error(c->outer, st->status, xb_ecode_name(err->ecode), h, "%s",
+                       xb_rest_message(err, msg, sizeof(msg)));
 }
 
 /* ---- POST /exec {command, guideFollowed} ---- */

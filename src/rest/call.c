@@ -107,8 +107,10 @@ on_fail(void *ctx, const struct xb_err *e)
         if (rc->decor && rc->decor->error)
                 rc->decor->error(err, rc->stream != NULL);
         if (rc->stream) {
+                char buf[XB_REST_MSG_MAX];
+
                 xb_stream_event(rc->stream, "error", json_pack("{s:s,s:s}", "code", xb_ecode_name(err->ecode),
-                                                               "message", err->msg));
+                                                               "message", xb_rest_message(err, buf, sizeof(buf))));
                 xb_stream_end(rc->stream);
         } else if (rc->req)
                 xb_rest_fail(rc->req, err);

@@ -1,5 +1,8 @@
-/* Error code to HTTP status and hint: see status.h. A hint here may name
- * REST routes; the engine's own hints (err->hint) never do. */
+/* Error code to HTTP status and hint: see status.h. A hint here (or an
+ * addition to the message) may name REST routes; the engine's own words
+ * never do. */
+#include <stdio.h>
+
 #include "rest/status.h"
 
 #define HINT_TOOL "use POST /v1/sandboxes/{id}/exec {\"cmd\": \"...\"} for anything the file API cannot do"
@@ -17,6 +20,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_SANDBOX_NOT_FOUND] = { 404, "list your sandboxes with GET /v1/sandboxes, or create one with POST "
                                      "/v1/sandboxes" },
         [XB_E_SANDBOX_GONE] = { 410, "create a new sandbox" },
+        [XB_E_SANDBOX_EXPIRED] = { 410, "create a new sandbox",
+                                   "; extend it with POST /v1/sandboxes/{id}/keepalive" },
         [XB_E_SANDBOX_BUSY] = { 503, "retry in a moment" },
         [XB_E_SANDBOX_FAILED] = { 500, "retry; if it persists, check the server log" },
         [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry" },
@@ -127,10 +132,23 @@ xb_rest_status(enum xb_ecode c)
         return &table[(unsigned)c < XB_E__COUNT && table[c].status ? c : XB_E_NONE];
 }
 
+const char *
+xb_rest_message(const struct xb_err *err, char *buf, size_t cap)
+{
+        const struct xb_rest_status *st = xb_rest_status(err->ecode);
+
+        if (!st->more)
+                return err->msg;
+        snprintf(buf, cap, "%s%s", err->msg, st->more);
+        return buf;
+}
+
 void
 xb_rest_fail(struct xb_req *r, const struct xb_err *err)
 {
         const struct xb_rest_status *st = xb_rest_status(err->ecode);
+        char buf[XB_REST_MSG_MAX];
 
-        xb_reply_error(r, st->status, xb_ecode_name(err->ecode), err->hint ? err->hint : st->hint, "%s", err->msg);
+        xb_reply_error(r, st->status, xb_ecode_name(err->ecode), err->hint ? err->hint : st->hint, "%s",
+                       xb_rest_message(err, buf, sizeof(buf)));
 }

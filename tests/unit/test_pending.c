@@ -1,8 +1,10 @@
 /* Unit tests for core/sbx.c's pending tags and waiter count, on a sandbox
  * record with no sandbox behind it: tags are unique, never 0, found in
  * order, and survive a wrap of the counter; deleting an unknown tag is
- * harmless. Dispatch and death need init: the integration tests run them. */
+ * harmless; the error a sandbox's end leaves. Dispatch and death need
+ * init: the integration tests run them. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 
 #include "core/core.h"
@@ -69,4 +71,24 @@ Test(pending, waiters)
         cr_assert(!xb_sbx_busy(&x));
         xb_sbx_wait_end(&x);   /* unbalanced: stays at 0 */
         cr_assert_eq(x.nwaiting, 0);
+}
+
+/* What work a sandbox's end cut short fails with: only an expiry, with its
+ * reason, has a code of its own; without a reason the caller's words. */
+Test(pending, gone)
+{
+        struct xb_sbx x = { .end = XB_SBX_EXPIRED };
+        struct xb_err err = { 0 };
+
+        cr_assert_eq(xb_sbx_gone(&x, "the sandbox expired", "the sandbox is gone", &err), -ESRCH);
+        cr_assert_eq(err.ecode, XB_E_SANDBOX_EXPIRED);
+        cr_assert_str_eq(err.msg, "the sandbox expired");
+        xb_sbx_gone(&x, NULL, "the sandbox is gone", &err);
+        cr_assert_eq(err.ecode, XB_E_SANDBOX_GONE);
+        cr_assert_str_eq(err.msg, "the sandbox is gone");
+        x.end = XB_SBX_DELETED;
+        xb_sbx_gone(&x, "the sandbox was deleted", "the sandbox is gone", &err);
+        cr_assert_eq(err.ecode, XB_E_SANDBOX_GONE);
+        cr_assert_str_eq(err.msg, "the sandbox was deleted");
+        cr_assert_str_eq(xb_ecode_name(XB_E_SANDBOX_EXPIRED), "sandbox_gone");
 }

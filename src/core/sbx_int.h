@@ -1,0 +1,11 @@
+/* Between the registry (sbx.c) and creation with its warm pool (pool.c).
+ * Not for other modules: they use core.h. */
+#pragma once
+#include "core/core.h"
+
+/* A cold start: a new sandbox the loop watches, in no registry and no
+ * pool; NULL with err (err->code says why). */
+struct xb_sbx *xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds,
+                             size_t nbinds, struct xb_err *err);
+/* Enter x in the registry by id; -ENOMEM. */
+int xb__sbx_register(struct xb_sbx *x);
