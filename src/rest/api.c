@@ -55,13 +55,14 @@ xb_api_sandbox(struct xb_req *r)
 /* A result still running (a soft timeout, a wait that timed out) says how
  * to go on, right after its offsets. */
 static json_t *
-running_hint(json_t *res)
+running_hint(struct xb_req *r, const char *event, json_t *res)
 {
         const char *st = json_string_value(json_object_get(res, "status"));
         const char *k;
         json_t *v, *o;
 
-        if (!st || strcmp(st, "running") || !json_object_get(res, "stderr_offset") || !(o = json_object()))
+        (void)r;
+        if (event || !st || strcmp(st, "running") || !json_object_get(res, "stderr_offset") || !(o = json_object()))
                 return res;
         json_object_foreach(res, k, v) {
                 json_object_set(o, k, v);
@@ -94,9 +95,9 @@ exec_error(struct xb_err *err, bool streamed)
         start_error(err, streamed);
 }
 
-static const struct xb_rest_decor exec_decor = { .result = running_hint, .error = exec_error };
+static const struct xb_rest_decor exec_decor = { .shape = running_hint, .error = exec_error };
 static const struct xb_rest_decor start_decor = { .error = start_error };
-static const struct xb_rest_decor wait_decor = { .result = running_hint };
+static const struct xb_rest_decor wait_decor = { .shape = running_hint };
 
 /* ---- routes ---- */
 

@@ -128,26 +128,30 @@ cell_shape(struct xb_req *r, const char *event, json_t *data)
 
 /* ---- the session routes ---- */
 
+static const struct xb_rest_decor session_decor = { .shape = session_shape };
+static const struct xb_rest_decor list_decor = { .shape = list_shape };
+static const struct xb_rest_decor cell_decor = { .shape = cell_shape };
+
 #define SESSIONS "/v1/sandboxes/{id}/sessions"
 
 static const struct xb_rest_op_route create_route = { .op = "create_session", .tmpl = SESSIONS, .status = 201,
-                                                      .shape = session_shape,
+                                                      .decor = &session_decor,
                                                       .bad_body_hint = "send {\"language\": \"python\"}" };
 static const struct xb_rest_op_route list_route = { .op = "list_sessions", .tmpl = SESSIONS, .no_body = true,
-                                                    .shape = list_shape };
+                                                    .decor = &list_decor };
 static const struct xb_rest_op_route get_route = { .op = "get_session", .tmpl = SESSIONS "/{sid}", .no_body = true,
-                                                   .shape = session_shape };
+                                                   .decor = &session_decor };
 static const struct xb_rest_op_route delete_route = { .op = "delete_session", .tmpl = SESSIONS "/{sid}",
                                                       .status = 204, .no_body = true };
 static const struct xb_rest_op_route run_route = { .op = "run_code", .tmpl = SESSIONS "/{sid}/run", .sse = true,
-                                                   .shape = cell_shape,
+                                                   .decor = &cell_decor,
                                                    .bad_body_hint = "send {\"code\": \"print(1+1)\"}" };
 static const struct xb_rest_op_route wait_route = { .op = "wait_session", .tmpl = SESSIONS "/{sid}/wait",
-                                                    .shape = cell_shape };
+                                                    .decor = &cell_decor };
 static const struct xb_rest_op_route interrupt_route = { .op = "interrupt_session", .tmpl = SESSIONS "/{sid}/interrupt",
-                                                         .no_body = true, .shape = session_shape };
+                                                         .no_body = true, .decor = &session_decor };
 static const struct xb_rest_op_route restart_route = { .op = "restart_session", .tmpl = SESSIONS "/{sid}/restart",
-                                                       .no_body = true, .shape = session_shape };
+                                                       .no_body = true, .decor = &session_decor };
 static const struct xb_rest_op_route input_route = { .op = "session_input", .tmpl = SESSIONS "/{sid}/input" };
 static const struct xb_rest_op_route variable_route = { .op = "get_variable",
                                                         .tmpl = SESSIONS "/{sid}/variables/{name}", .no_body = true };
@@ -310,6 +314,8 @@ dm_shape(struct xb_req *r, const char *event, json_t *data)
         return o;
 }
 
+static const struct xb_rest_decor dm_decor = { .shape = dm_shape };
+
 static bool
 identifier(const char *s)
 {
@@ -344,7 +350,7 @@ dm_run_cell(struct xb_req *r)
         if (!args || !default_session(r, args))
                 return;
         json_object_set_new(args, "code", json_string(code));
-        xb_rest_run_shaped(r, "run_code", args, 200, false, dm_shape);
+        xb_rest_run_decor(r, "run_code", args, 200, false, &dm_decor);
 }
 
 static void

@@ -20,7 +20,6 @@ struct rest_call {
         unsigned status;
         bool inside;                /* still in xb_rest_run: the handler frees */
         const struct xb_rest_decor *decor;
-        xb_rest_shape shape;
         struct xb_err *then_fail;   /* a check_op's: reply this once it succeeds */
 };
 
@@ -64,8 +63,8 @@ on_event(void *ctx, const char *name, json_t *data)
         if (!name || !rc->stream)
                 return;   /* NULL: xb_call_begin, the stream is open */
         data = json_incref(data);
-        if (rc->shape)
-                data = rc->shape(rc->req, name, data);
+        if (rc->decor && rc->decor->shape)
+                data = rc->decor->shape(rc->req, name, data);
         xb_stream_event(rc->stream, name, data);
 }
 
@@ -81,10 +80,8 @@ on_done(void *ctx, json_t *result)
                 rc_end(rc);
                 return;
         }
-        if (rc->decor && rc->decor->result)
-                result = rc->decor->result(result);
-        if (rc->shape && (rc->stream || rc->req))
-                result = rc->shape(rc->req, NULL, result);
+        if (rc->decor && rc->decor->shape && (rc->stream || rc->req))
+                result = rc->decor->shape(rc->req, NULL, result);
         if (rc->stream) {
                 xb_stream_event(rc->stream, "result", result);
                 xb_stream_end(rc->stream);
@@ -121,7 +118,7 @@ static const struct xb_sink_ops rest_sink = { on_event, on_done, on_fail };
 
 static void
 run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, const struct xb_rest_decor *decor,
-    xb_rest_shape shape, const struct xb_err *then_fail)
+    const struct xb_err *then_fail)
 {
         const struct xb_op *op = xb_op_find(name);
         struct rest_call *rc;
@@ -146,8 +143,8 @@ run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool ss
                 return;
         }
         *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true,
-                                  .decor = decor, .shape = shape, .then_fail = then };
-        xb_op_run(op, xb_req_app(req), xb_req_tenant(req), args, rc->call);
+                                  .decor = decor, .then_fail = then };
+        xb_op_run(op, xb_rest_of(req)->core, xb_req_tenant(req), args, rc->call);
         rc->inside = false;
         if (!rc->call) {
                 rc_free(rc);   /* answered already */
@@ -160,13 +157,14 @@ run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool ss
 void
 xb_rest_run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse)
 {
-        run(req, name, args, status, sse, NULL, NULL, NULL);
+        run(req, name, args, status, sse, NULL, NULL);
 }
 
 void
-xb_rest_run_shaped(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, xb_rest_shape shape)
+xb_rest_run_decor(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse,
+                  const struct xb_rest_decor *decor)
 {
-        run(req, name, args, status, sse, NULL, shape, NULL);
+        run(req, name, args, status, sse, decor, NULL);
 }
 
 static int
@@ -241,7 +239,7 @@ bad_request(struct xb_req *r, const struct xb_rest_op_route *rt, const struct xb
                 return;
         }
         path_args(r, rt->tmpl, args);
-        run(r, rt->check_op, args, 200, false, NULL, NULL, err);
+        run(r, rt->check_op, args, 200, false, NULL, err);
 }
 
 void
@@ -274,6 +272,6 @@ xb_rest_op_handler(struct xb_req *r)
                 if (j)
                         json_object_set_new(args, q->name, j);
         }
-        run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->decor, rt->shape,
+        run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->decor,
             NULL);
 }

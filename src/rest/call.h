@@ -16,23 +16,21 @@
 /* args is borrowed. A 204 answers with no body. */
 void xb_rest_run(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse);
 
-/* REST's own words on an operation's outcome, where they name routes (the
- * engine's cannot); a route's decor. result takes the result and returns
- * the one to send; error may rewrite err (streamed: the reply is an SSE
- * stream already). */
+/* REST's own words on an operation's outcome, where they name routes or
+ * link to them (the engine's cannot): a route's decor. Both hooks are
+ * optional.
+ * - shape turns neutral data into REST's: event is the event's name, or
+ *   NULL for the result. It takes data and returns what to send, data
+ *   itself or a new value. data, and what it holds, may be shared with
+ *   the engine: change nothing in place, json_copy what you change.
+ * - error may rewrite err (streamed: the reply is an SSE stream already). */
 struct xb_rest_decor {
-        json_t *(*result)(json_t *result);
+        json_t *(*shape)(struct xb_req *r, const char *event, json_t *data);
         void (*error)(struct xb_err *err, bool streamed);
 };
-/* Turns an operation's neutral data into REST's (links to routes, advice
- * naming routes): event is the event's name, or NULL for the result. It
- * takes data and returns what to send, data itself or a new value. data,
- * and what it holds, may be shared with the engine: change nothing in
- * place, json_copy what you change. */
-typedef json_t *(*xb_rest_shape)(struct xb_req *r, const char *event, json_t *data);
-/* xb_rest_run with the result and each event through shape (NULL: none). */
-void xb_rest_run_shaped(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse,
-                        xb_rest_shape shape);
+/* xb_rest_run with the outcome through decor (NULL: none). */
+void xb_rest_run_decor(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse,
+                       const struct xb_rest_decor *decor);
 
 /* A route served by an operation (the route's data): xb_rest_op_handler
  * fills the arguments from the path (named by tmpl's {segments}), the
@@ -55,8 +53,7 @@ struct xb_rest_op_route {
          * is malformed: what it fails with (a missing sandbox or process)
          * wins over the malformed request. NULL: the 400 comes first. */
         const char *check_op;
-        const struct xb_rest_decor *decor;
-        xb_rest_shape shape;        /* or NULL */
+        const struct xb_rest_decor *decor;   /* or NULL */
         const char *bad_body_hint;  /* for a body that is not a JSON object; NULL: the table's */
 };
 
