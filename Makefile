@@ -164,6 +164,11 @@ $(BUILD)/fuzz/fuzz_filec: tests/fuzz/fuzz_filec.c src/proc/filec.c src/proto/wir
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_conf: tests/fuzz/fuzz_conf.c src/cli/config.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
 fuzz: $(FUZZ_BIN)
 
 fuzz-replay: $(FUZZ_BIN)
@@ -235,8 +240,11 @@ $(BUILD)/bench/bench_server: $(BENCH_SERVER_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SAN) -o $@ $(filter %.o,$^)
 
-# The binary, the systemd unit (pointing at BINDIR), the man pages and the
-# bash completion; DESTDIR and the directories above are respected.
+# The binary, the systemd unit (pointing at BINDIR), the man pages, the
+# bash completion and the example config; DESTDIR and the directories
+# above are respected. The config is /etc/execbox/execbox.conf whatever
+# PREFIX is (the binary looks there); one already there is kept, and the
+# example goes next to it as execbox.conf.example.
 install: $(EXECBOX)
 	install -D -m 0755 $(EXECBOX) $(DESTDIR)$(BINDIR)/execbox
 	install -d $(DESTDIR)$(UNITDIR)
@@ -245,6 +253,9 @@ install: $(EXECBOX)
 	install -D -m 0644 man/execbox.1 $(DESTDIR)$(MANDIR)/man1/execbox.1
 	install -D -m 0644 man/execbox-serve.8 $(DESTDIR)$(MANDIR)/man8/execbox-serve.8
 	install -D -m 0644 completion/execbox.bash $(DESTDIR)$(BASHCOMPDIR)/execbox
+	install -d $(DESTDIR)/etc/execbox
+	conf=$(DESTDIR)/etc/execbox/execbox.conf; [ ! -e $$conf ] || conf=$$conf.example; \
+	  install -m 0644 etc/execbox.conf $$conf
 
 # The Debian package, built offline from a copy of the tree (debian/rules
 # cleans), then checked by lintian; the .deb lands in $(BUILD)/deb.

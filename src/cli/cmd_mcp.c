@@ -30,7 +30,9 @@ mcp_usage(FILE *f)
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
               "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"
-              "  --verbose              log more on stderr\n",
+              "  --verbose              log more on stderr\n"
+              "  --config FILE          read options from FILE (default /etc/execbox/execbox.conf),\n"
+              "                         the keys mcp takes; EXECBOX_* variables and flags override it\n",
               f);
 }
 

@@ -1,18 +1,24 @@
 /* One parser for the options of `execbox serve` and `execbox mcp`
  * (options.h). Defaults differ per command (mcp: no listener, no auth, a
- * pool of 1, quiet), and so does --pool's cap. */
+ * pool of 1, quiet), and so does --pool's cap. Each option is read from
+ * four layers, each over the one before: the defaults, the config file
+ * (config.h), EXECBOX_* variables, and the command line; every layer's
+ * values go through apply(), so they are checked alike. */
 #define _GNU_SOURCE
 #include "cli/options.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
+#include "cli/config.h"
 #include "cli/opterr.h"
 #include "transport/http.h"
 
@@ -22,18 +28,28 @@
 enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+        O_CONFIG,
+};
+
+/* How an option may be given besides its flag. */
+enum {
+        REPEAT = 1,        /* a list: a layer's values replace the lower layers' */
+        FLAG_ONLY = 2,     /* no key, no EXECBOX_* variable */
 };
 
 static const struct {
         struct option opt;
         unsigned cmds;
+        unsigned how;
 } table[] = {
         { { "listen", required_argument, NULL, O_LISTEN }, SERVE },
         { { "state-dir", required_argument, NULL, O_STATE }, SERVE },
         { { "token-file", required_argument, NULL, O_TOKEN_FILE }, SERVE },
         { { "no-auth", no_argument, NULL, O_NOAUTH }, SERVE },
         { { "server", required_argument, NULL, O_SERVER }, MCP },
-        { { "token", required_argument, NULL, O_TOKEN }, MCP },
+        /* EXECBOX_TOKEN is read as it always was (defaults()), and a
+         * token is a secret: not for a file anyone may read. */
+        { { "token", required_argument, NULL, O_TOKEN }, MCP, FLAG_ONLY },
         { { "pool", required_argument, NULL, O_POOL }, SERVE | MCP },
         { { "pool-python", no_argument, NULL, O_POOL_PY }, SERVE },
         { { "max-sandboxes", required_argument, NULL, O_MAX }, SERVE },
@@ -43,13 +59,14 @@ static const struct {
         { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
-        { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP },
+        { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
-        { { "help", no_argument, NULL, 'h' }, SERVE | MCP },
+        { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
+        { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
 };
 
 static const char *const cmd_name[] = { [XB_CMD_SERVE] = "serve", [XB_CMD_MCP] = "mcp" };
@@ -146,46 +163,247 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
         return r;
 }
 
+/* A boolean a higher layer sets to false: back to cmd's default. */
+static void
+unset(struct xb_server_args *a, enum xb_server_cmd cmd, int opt)
+{
+        struct xb_server_opts *o = &a->o;
+
+        switch (opt) {
+        case O_NOAUTH: o->no_auth = cmd == XB_CMD_MCP; break;
+        case O_POOL_PY: o->pool_python = false; break;
+        case O_GUIDE: o->require_guide = false; break;
+        case O_FIXTURES: o->conformance_fixtures = false; break;
+        case O_QUIET:
+                o->quiet = cmd == XB_CMD_MCP;
+                xb_log_set_level(o->quiet ? XB_LOG_WARN : XB_LOG_INFO);
+                break;
+        case O_VERBOSE: xb_log_set_level(o->quiet ? XB_LOG_WARN : XB_LOG_INFO); break;
+        }
+}
+
+/* A list option's values so far, dropped when a higher layer gives it. */
+static void
+drop(struct xb_server_args *a, int opt)
+{
+        if (opt == O_ALLOW)
+                a->o.nallow = 0;
+}
+
+enum layer { L_DEFAULT, L_FILE, L_ENV, L_FLAGS };
+
+struct parse {
+        struct xb_server_args *a;
+        enum xb_server_cmd cmd;
+        unsigned char layer_of[ARRAY_SIZE(table)];   /* the layer that set each option last */
+        unsigned line_of[ARRAY_SIZE(table)];         /* its first line in the file */
+        char limits_err[sizeof(((struct xb_err *)0)->msg) + 160];
+};
+
+/* Option i's value from layer, named as where in errors: a key's or a
+ * variable's "true"/"false" for a flag without a value, else what the
+ * flag would take. */
+static int
+set(struct parse *p, size_t i, enum layer layer, const char *value, const char *where)
+{
+        struct xb_err err = { 0 };
+        int opt = table[i].opt.val;
+
+        if ((table[i].how & REPEAT) && p->layer_of[i] != layer)
+                drop(p->a, opt);
+        p->layer_of[i] = (unsigned char)layer;
+        if (layer != L_FLAGS && !*value) {
+                fprintf(stderr, "execbox: error: %s needs a value\n", where);
+                return -1;
+        }
+        if (layer != L_FLAGS && table[i].opt.has_arg == no_argument) {
+                if (strcmp(value, "false") == 0) {
+                        unset(p->a, p->cmd, opt);
+                        return 0;
+                }
+                if (strcmp(value, "true") != 0) {
+                        fprintf(stderr, "execbox: error: %s: `%s` is neither true nor false\n", where, value);
+                        return -1;
+                }
+                value = NULL;
+        }
+        if (apply(p->a, p->cmd, opt, value, &err) < 0) {
+                fprintf(stderr, "execbox: error: %s: %s\n", where, err.msg);
+                return -1;
+        }
+        /* Out of bounds: named now, refused at the end unless bridging. */
+        if (!p->limits_err[0] && xb_limits_validate(&p->a->o.defaults, &err) < 0)
+                snprintf(p->limits_err, sizeof(p->limits_err), "%s: %s", where, err.msg);
+        return 0;
+}
+
+/* The table entry of a key, exactly (no abbreviations), or -1. */
+static ssize_t
+find(const char *key)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(table); i++)
+                if (strcmp(table[i].opt.name, key) == 0)
+                        return (ssize_t)i;
+        return -1;
+}
+
+/* The config file: a missing one is fine unless it was asked for. Keys of
+ * the other command are checked by that command, skipped here. */
+static int
+from_file(struct parse *p, const char *path, const char *asked_by)
+{
+        /* Its text holds the options' strings for the process's life. */
+        static struct xb_conf conf;
+        struct xb_err err = { 0 };
+        char where[PATH_MAX + 96];
+        int r = xb_conf_read(path, &conf, &err);
+
+        if (r == -ENOENT && !asked_by)
+                return 0;
+        if (r < 0 && conf.err_line) {
+                fprintf(stderr, "execbox: error: %s:%u: %s\n", path, conf.err_line, err.msg);
+                return -1;
+        }
+        if (r < 0) {
+                fprintf(stderr, "execbox: error: %s%s%s: %s\n", asked_by ? asked_by : "", asked_by ? " " : "", path,
+                        err.msg);
+                return -1;
+        }
+        for (size_t k = 0; k < conf.n; k++) {
+                const struct xb_conf_line *l = &conf.lines[k];
+                ssize_t i = find(l->key);
+
+                snprintf(where, sizeof(where), "%s:%u: %s", path, l->line, l->key);
+                if (i < 0 || (table[i].how & FLAG_ONLY)) {
+                        fprintf(stderr, "execbox: error: %s:%u: unknown key `%s`%s\n", path, l->line, l->key,
+                                i < 0               ? "; see `man execbox-serve` for the keys"
+                                : table[i].opt.val == O_TOKEN ? " (a token goes in token-file, or EXECBOX_TOKEN)"
+                                                    : " (it is only a flag)");
+                        return -1;
+                }
+                if (p->line_of[i] && !(table[i].how & REPEAT)) {
+                        fprintf(stderr, "execbox: error: %s: given twice (first on line %u)\n", where,
+                                p->line_of[i]);
+                        return -1;
+                }
+                if (!p->line_of[i])
+                        p->line_of[i] = l->line;
+                if ((table[i].cmds & (1u << p->cmd)) && set(p, (size_t)i, L_FILE, l->value, where) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* EXECBOX_<OPTION> for each option of cmd; a list's are comma-separated,
+ * and an empty one empties it. */
+static int
+from_env(struct parse *p)
+{
+        /* Copies: the options keep pointing at them after setenv(3). */
+        static char *kept[ARRAY_SIZE(table)];
+        char name[64];
+
+        for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+                const char *v;
+                char *save = NULL;
+
+                if ((table[i].how & FLAG_ONLY) || !(table[i].cmds & (1u << p->cmd)))
+                        continue;
+                if (!(v = getenv(xb_conf_env_name(table[i].opt.name, name, sizeof(name)))))
+                        continue;
+                free(kept[i]);
+                if (!(kept[i] = strdup(v))) {
+                        fprintf(stderr, "execbox: error: %s: out of memory\n", name);
+                        return -1;
+                }
+                if (!(table[i].how & REPEAT)) {
+                        if (set(p, i, L_ENV, kept[i], name) < 0)
+                                return -1;
+                        continue;
+                }
+                drop(p->a, table[i].opt.val);
+                p->layer_of[i] = L_ENV;
+                for (char *tok = strtok_r(kept[i], ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+                        if (set(p, i, L_ENV, tok, name) < 0)
+                                return -1;
+        }
+        return 0;
+}
+
+struct flag {
+        size_t i;
+        const char *arg;
+        char typed[128];
+};
+
 int
 xb_server_args_parse(struct xb_server_args *a, enum xb_server_cmd cmd, int argc, char **argv)
 {
         struct option longopts[ARRAY_SIZE(table) + 1] = { 0 };
-        const char *name = cmd_name[cmd];
-        struct xb_err err = { 0 };
-        char typed[128], limits_err[sizeof(err.msg) + 128] = "";
-        size_t n = 0;
+        size_t which[ARRAY_SIZE(table)];
+        _cleanup_free_ struct flag *flags = calloc((size_t)argc + 1, sizeof(*flags));
+        struct parse p = { .a = a, .cmd = cmd };
+        const char *name = cmd_name[cmd], *config = NULL, *asked_by = NULL;
+        char msg[sizeof(((struct xb_err *)0)->msg)];
+        size_t n = 0, nflags = 0;
         int opt;
 
+        if (!flags) {
+                fprintf(stderr, "execbox: error: out of memory\n");
+                return -1;
+        }
         defaults(a, cmd);
         for (size_t i = 0; i < ARRAY_SIZE(table); i++)
-                if (table[i].cmds & (1u << cmd))
+                if (table[i].cmds & (1u << cmd)) {
+                        which[n] = i;
                         longopts[n++] = table[i].opt;
+                }
+        /* The flags are read first, to find --config and --help, and
+         * applied last, over the file and the environment. */
         opterr = 0;   /* our messages, naming the option as typed */
-        while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        for (;;) {
+                struct flag *f = &flags[nflags];
+                int li = -1;
+
+                if ((opt = getopt_long(argc, argv, ":h", longopts, &li)) == -1)
+                        break;
+
                 if (opt == 'h')
                         return XB_SERVER_ARGS_HELP;
                 if (opt == '?' || opt == ':') {
                         fprintf(stderr, "execbox: error: %s; see `execbox %s --help`\n",
-                                xb_opt_problem(opt, argv, longopts, err.msg, sizeof(err.msg)), name);
+                                xb_opt_problem(opt, argv, longopts, msg, sizeof(msg)), name);
                         return -1;
                 }
-                xb_opt_typed(opt, argv, longopts, typed, sizeof(typed));
-                if (apply(a, cmd, opt, optarg, &err) < 0) {
-                        fprintf(stderr, "execbox: error: %s: %s\n", typed, err.msg);
-                        return -1;
+                xb_opt_typed(opt, argv, longopts, f->typed, sizeof(f->typed));
+                if (opt == O_CONFIG) {
+                        config = optarg;
+                        asked_by = "--config";
+                        continue;
                 }
-                /* Out of bounds: named now, refused below unless bridging. */
-                if (!limits_err[0] && xb_limits_validate(&a->o.defaults, &err) < 0)
-                        snprintf(limits_err, sizeof(limits_err), "%s: %s", typed, err.msg);
+                f->i = which[li];
+                f->arg = optarg;
+                nflags++;
         }
+        if (!config && (config = getenv("EXECBOX_CONFIG")))
+                asked_by = "EXECBOX_CONFIG";
+        if (config && !*config) {
+                fprintf(stderr, "execbox: error: %s needs a value\n", asked_by);
+                return -1;
+        }
+        if (from_file(&p, config ? config : XB_CONF_DEFAULT, asked_by) < 0 || from_env(&p) < 0)
+                return -1;
+        for (size_t k = 0; k < nflags; k++)
+                if (set(&p, flags[k].i, L_FLAGS, flags[k].arg, flags[k].typed) < 0)
+                        return -1;
         if (optind < argc) {
                 fprintf(stderr, "execbox: error: unexpected argument `%s`; see `execbox %s --help`\n", argv[optind],
                         name);
                 return -1;
         }
         /* A bridge has no sandboxes of its own: its limits are the server's. */
-        if (!a->server && limits_err[0]) {
-                fprintf(stderr, "execbox: error: %s\n", limits_err);
+        if (!a->server && p.limits_err[0]) {
+                fprintf(stderr, "execbox: error: %s\n", p.limits_err);
                 return -1;
         }
         if (cmd == XB_CMD_SERVE && a->o.no_auth && !xb_http_is_loopback(a->o.listen)) {

@@ -47,12 +47,23 @@ def install(tmp_path: Path, *args: str) -> Path:
 def test_install_respects_destdir_and_prefix(tmp_path):
     dest = install(tmp_path, "PREFIX=/opt/xb")
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    assert files == ["opt/xb/bin/execbox", "opt/xb/lib/systemd/system/execbox.service",
+    assert files == ["etc/execbox/execbox.conf", "opt/xb/bin/execbox", "opt/xb/lib/systemd/system/execbox.service",
                      "opt/xb/share/bash-completion/completions/execbox", "opt/xb/share/man/man1/execbox.1",
                      "opt/xb/share/man/man8/execbox-serve.8"]
     unit = (dest / "opt/xb/lib/systemd/system/execbox.service").read_text()
-    assert "ExecStart=/opt/xb/bin/execbox serve " in unit and "@" not in unit.split("[Unit]")[1]
+    # No flags: they would override /etc/execbox/execbox.conf.
+    assert "ExecStart=/opt/xb/bin/execbox serve\n" in unit and "@" not in unit.split("[Unit]")[1]
     assert os.access(dest / "opt/xb/bin/execbox", os.X_OK)
+
+
+def test_install_keeps_an_existing_config(tmp_path):
+    dest = install(tmp_path)
+    conf = dest / "etc/execbox/execbox.conf"
+    assert conf.read_bytes() == (ROOT / "etc" / "execbox.conf").read_bytes() and conf.stat().st_mode & 0o777 == 0o644
+    conf.write_text("pool = 1\n")
+    install(tmp_path)
+    assert conf.read_text() == "pool = 1\n"
+    assert (dest / "etc/execbox/execbox.conf.example").read_bytes() == (ROOT / "etc" / "execbox.conf").read_bytes()
 
 
 def test_install_debian_layout(tmp_path):
