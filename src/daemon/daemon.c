@@ -25,9 +25,10 @@
 #include "daemon/notify.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
+        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[],
+        xb_api_routes_tools[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
-        xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin;
+        xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin, xb_api_nroutes_tools;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -123,6 +124,7 @@ xb_server_routes(struct xb_route *out, size_t cap)
         const struct { const struct xb_route *r; size_t n; } tables[] = {
                 { xb_api_routes_meta, xb_api_nroutes_meta },
                 { xb_api_routes_docs, xb_api_nroutes_docs },
+                { xb_api_routes_tools, xb_api_nroutes_tools },
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes },
                 { xb_api_routes_files, xb_api_nroutes_files },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions },
