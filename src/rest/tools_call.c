@@ -328,8 +328,16 @@ code_session(struct bridge *b, struct xb_sbx *x, struct xb_err *err)
         const char *lang = json_string_value(json_object_get(b->args, "language"));
         struct xb_session *ss;
 
-        if (!lang) {
-                xb_err_msg(err, EINVAL, "`language` is required");
+        json_t *langs = json_object_get(json_object_get(json_object_get(b->tool->input, "properties"), "language"),
+                                        "enum"), *v;
+        bool known = false;
+        size_t i;
+
+        json_array_foreach(langs, i, v)
+                known = known || (lang && !strcmp(lang, json_string_value(v) ?: ""));
+        if (!known) {
+                /* The tool's enum, as MCP checks it: a kernel name is for REST sessions. */
+                xb_err_msg(err, EINVAL, "`language` must be python, bash or javascript");
                 err->ecode = XB_E_INVALID;
                 return NULL;
         }

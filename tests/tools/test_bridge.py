@@ -124,6 +124,8 @@ def test_run_code_guide_and_sandbox_tools(server):
     assert not a["is_error"], a
     b = call(server, "run_code", {"language": "python", "code": "x + 1"})
     assert "Out: 42" in b["text"], b   # one interpreter per sandbox and language
+    bad = call(server, "run_code", {"language": "cobol", "code": "x"})
+    assert bad["is_error"] and "language" in bad["error"]["message"]
     g = call(server, "get_guide", {})
     assert g["text"].startswith("#") and g["structured"]["guide"] == g["text"]
     made = call(server, "sandbox_create", {})
