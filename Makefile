@@ -50,7 +50,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration cli-test drivers-test clients-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check unit integration cli-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -206,6 +206,12 @@ clients-test: $(EXECBOX)
 	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/clients
 	EXECBOX=$(abspath $(EXECBOX)) tests/clients/run_node.sh
 
+# POST /v1/tools/{name} in every framework's shape, and the exported tool
+# formats against the openai and @anthropic-ai/sdk types (tsc; npm packages
+# cached outside the repository, tests/tools/tsc_check.sh).
+tools-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools
+
 check: deps
 	$(MAKE) layering layering-test
 	$(MAKE) all
@@ -215,6 +221,7 @@ check: deps
 	$(MAKE) mcp-test
 	$(MAKE) drivers-test
 	$(MAKE) clients-test
+	$(MAKE) tools-test
 	$(MAKE) packaging-test
 
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.

@@ -120,6 +120,7 @@ routes_of(struct xb_mcp *mcp, struct xb_route *out, size_t cap)
         const struct { const struct xb_route *r; size_t n; bool mcp; } tables[] = {
                 { xb_api_routes_meta, xb_api_nroutes_meta, false },
                 { xb_api_routes_docs, xb_api_nroutes_docs, false },
+                { xb_api_routes_tools, xb_api_nroutes_tools, false },
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes, false },
                 { xb_api_routes_files, xb_api_nroutes_files, false },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions, false },

@@ -21,83 +21,11 @@
 #include "mcp/mcp_int.h"
 
 #define FILE_MAX MCP_FILE_MAX
-#define IMAGE_MAX (5u << 20)          /* an image bigger than this is not inlined */
-#define VIEW_LINES_MAX 2000           /* lines read_file returns when no range is given */
-#define VIEW_BYTES_MAX (256u << 10)
+#define VIEW_LINES_MAX XB_TOOL_VIEW_LINES_MAX
+#define VIEW_BYTES_MAX XB_TOOL_VIEW_BYTES_MAX
 #define DIFF_LINES_MAX 40
 #define CONTEXT_LINES 3
 #define HOME "/home/user"
-
-/* ---- bytes ---- */
-
-const char *
-mcp_image_mime(const void *p, size_t n)
-{
-        const unsigned char *b = p;
-
-        if (n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8))
-                return "image/png";
-        if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
-                return "image/jpeg";
-        if (n >= 6 && (!memcmp(b, "GIF87a", 6) || !memcmp(b, "GIF89a", 6)))
-                return "image/gif";
-        if (n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBP", 4))
-                return "image/webp";
-        return NULL;
-}
-
-const char *
-mcp_file_data(json_t *result, char **owned, size_t *ret_len)
-{
-        json_t *content = json_object_get(result, "content");
-        const char *enc = json_string_value(json_object_get(result, "encoding"));
-
-        *owned = NULL;
-        if (!json_is_string(content))
-                return NULL;
-        if (enc && !strcmp(enc, "base64")) {
-                void *buf = NULL;
-
-                if (xb_base64_decode_alloc(json_string_value(content), json_string_length(content), SIZE_MAX, 0,
-                                           &buf, ret_len) < 0)
-                        return NULL;
-                return *owned = buf;
-        }
-        *ret_len = json_string_length(content);
-        return json_string_value(content);
-}
-
-bool
-mcp_is_binary(const char *p, size_t n)
-{
-        return memchr(p, '\0', XB_MIN(n, (size_t)8192)) != NULL;
-}
-
-/* Start offsets of the lines of s; a final newline starts no line. */
-static size_t *
-line_starts(const char *s, size_t n, size_t *ret_n)
-{
-        size_t cap = 64, k = 0;
-        size_t *v = malloc(cap * sizeof(*v));
-
-        if (!v)
-                return NULL;
-        for (size_t i = 0; i < n; i++)
-                if (i == 0 || s[i - 1] == '\n') {
-                        if (k == cap) {
-                                size_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
-
-                                if (!nv) {
-                                        free(v);
-                                        return NULL;
-                                }
-                                v = nv;
-                        }
-                        v[k++] = i;
-                }
-        *ret_n = k;
-        return v;
-}
 
 /* "/home/user/x" for a relative x, as the file operations read it. */
 static char *
@@ -112,18 +40,6 @@ abs_path(const char *p)
         return s;
 }
 
-static void
-numbered(struct xb_buf *b, const char *s, size_t n, const size_t *starts, size_t nlines, size_t from, size_t to)
-{
-        for (size_t l = from; l <= to && l <= nlines; l++) {
-                size_t a = starts[l - 1], e = l < nlines ? starts[l] : n;
-
-                while (e > a && (s[e - 1] == '\n' || s[e - 1] == '\r'))
-                        e--;
-                xb_buf_printf(b, "%6zu\t%.*s\n", l, (int)(e - a), s + a);
-        }
-}
-
 void
 mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_done_fn done, mcp_fail_fn fail)
 {
@@ -134,123 +50,18 @@ mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_done_fn done, mcp_fail
         json_decref(args);
 }
 
-/* ---- read_file ---- */
-
-/* Whether a read_file result holds only the start of the file. */
-static bool
-file_cut(json_t *r, size_t n)
-{
-        json_t *size = json_object_get(r, "size");
-
-        return n > FILE_MAX || json_is_true(json_object_get(r, "truncated")) ||
-               (json_is_integer(size) && (json_int_t)n < json_integer_value(size));
-}
-
-static void
-read_file_done(struct xb_mcp_call *call, json_t *r, const char *s, size_t n)
-{
-        const char *path = json_string_value(json_object_get(call->args, "path"));
-        json_t *js = json_object_get(call->args, "start_line"), *je = json_object_get(call->args, "end_line");
-        const char *mime;
-        _cleanup_free_ size_t *starts = NULL;
-        _cleanup_free_ char *clean = NULL;
-        struct xb_buf text = { .max = 2 * VIEW_BYTES_MAX + 4096 }, raw = { .max = 2 * VIEW_BYTES_MAX + 4096 };
-        size_t nlines = 0, from, to;
-        bool cut = file_cut(r, n), more;
-        char msg[400];
-
-        if (cut)
-                n = FILE_MAX;
-        if ((mime = mcp_image_mime(s, n))) {
-                _cleanup_free_ char *b64 = NULL;
-
-                if (cut || n > IMAGE_MAX) {
-                        snprintf(msg, sizeof(msg), "Error: %.200s is an image (%s) over %u bytes, too large to show. "
-                                 "Hint: make a smaller copy first, e.g. with Python's PIL.", path, mime, IMAGE_MAX);
-                        mcp_tool_error(call, msg);
-                        return;
-                }
-                xb_base64_encode_alloc(s, n, &b64);
-                snprintf(msg, sizeof(msg), "%.200s: %s image, %zu bytes.", path, mime, n);
-                mcp_tool_done(call, json_pack("[{s:s,s:s,s:s},o]", "type", "image", "data", b64 ? b64 : "", "mimeType",
-                                              mime, mcp_text_block(msg)),
-                              json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I}", "path", path, "content", "", "start_line", 0,
-                                        "end_line", 0, "total_lines", 0, "mime_type", mime, "size", (json_int_t)n));
-                return;
-        }
-        if (mcp_is_binary(s, n)) {
-                snprintf(msg, sizeof(msg), "Error: %.200s is a binary file (%s%zu bytes), not text (binary_file). Hint: "
-                         "inspect it with run_command, e.g. `file PATH` or `xxd PATH | head`.", path,
-                         cut ? "over " : "", n);
-                mcp_tool_error(call, msg);
-                return;
-        }
-        clean = xb_utf8_sanitize(s, n, &n);
-        starts = clean ? line_starts(clean, n, &nlines) : NULL;
-        if (!clean || !starts) {
-                mcp_tool_error(call, "Error: out of memory. Hint: retry.");
-                return;
-        }
-        from = json_is_integer(js) ? (size_t)json_integer_value(js) : 1;
-        to = json_is_integer(je) ? (size_t)json_integer_value(je) : nlines;
-        if (nlines && from > nlines) {
-                snprintf(msg, sizeof(msg), "Error: start_line %zu is past the end of %.200s, which has %zu lines "
-                         "(invalid_range). Hint: ask for lines 1-%zu.", from, path, nlines, nlines);
-                mcp_tool_error(call, msg);
-                return;
-        }
-        if (nlines && to < from) {
-                snprintf(msg, sizeof(msg), "Error: end_line %zu is before start_line %zu (invalid_range).", to, from);
-                mcp_tool_error(call, msg);
-                return;
-        }
-        if (to > nlines)
-                to = nlines;
-        /* Bound what one call returns; the model can ask for the rest. */
-        more = false;
-        if (!json_is_integer(je) && to - from + 1 > VIEW_LINES_MAX) {
-                to = from + VIEW_LINES_MAX - 1;
-                more = true;
-        }
-        for (size_t l = from; nlines && l <= to; l++) {
-                size_t a = starts[l - 1], e = l < nlines ? starts[l] : n;
-
-                if (raw.len + (e - a) > VIEW_BYTES_MAX) {
-                        to = l - 1;
-                        more = true;
-                        break;
-                }
-                xb_buf_append(&raw, clean + a, e - a);
-        }
-        if (nlines && to >= from)
-                numbered(&text, clean, n, starts, nlines, from, to);
-        if (!nlines)
-                xb_buf_printf(&text, "(%.200s is empty)\n", path);
-        else if (more || from > 1 || to < nlines)
-                xb_buf_printf(&text, "(lines %zu-%zu of %zu%s; ask for others with start_line and end_line)\n", from,
-                              to, nlines, cut ? " in the first 8 MiB" : "");
-        if (cut)
-                xb_buf_printf(&text, "(the file is over %u bytes: only its start was read; use run_command with "
-                              "`sed -n 'A,Bp' FILE` for the rest)\n", FILE_MAX);
-        mcp_tool_done(call, json_pack("[o]", mcp_text_block(text.data ? text.data : "")),
-                      json_pack("{s:s,s:s%,s:I,s:I,s:I}", "path", path, "content", raw.data ? raw.data : "", raw.len,
-                                "start_line", (json_int_t)(nlines ? from : 0), "end_line",
-                                (json_int_t)(nlines ? to : 0), "total_lines", (json_int_t)nlines));
-        xb_buf_free(&text);
-        xb_buf_free(&raw);
-}
+/* ---- read_file: the view is ops/tool_view.c ---- */
 
 static void
 read_done(struct xb_mcp_call *call, json_t *r)
 {
-        _cleanup_free_ char *owned = NULL;
-        size_t n = 0;
-        const char *s = mcp_file_data(r, &owned, &n);
+        json_t *content, *structured;
+        _cleanup_free_ char *text = NULL;
 
-        if (s)
-                read_file_done(call, r, s, n);
+        if (xb_tool_read_view(call->args, r, &content, &structured, &text) < 0)
+                mcp_tool_error(call, text ? text : "Error: out of memory. Hint: retry.");
         else
-                mcp_tool_error(call, "Error: the file's content could not be read. Hint: retry.");
+                mcp_tool_done(call, content, structured);
         json_decref(r);
 }
 
@@ -345,8 +156,8 @@ diff(struct xb_buf *out, const char *path, const char *a, size_t an, const char 
         _cleanup_free_ size_t *as = NULL, *bs = NULL;
         size_t na = 0, nb = 0, head = 0, tail = 0, ca, cb;
 
-        as = line_starts(a, an, &na);
-        bs = line_starts(b, bn, &nb);
+        as = xb_tool_line_starts(a, an, &na);
+        bs = xb_tool_line_starts(b, bn, &nb);
         if (!as || !bs)
                 return;
         while (head < na && head < nb) {
@@ -463,7 +274,7 @@ edit_view(struct xb_mcp_call *call, const char *path, const char *s, size_t n)
         struct xb_buf out = { .max = 2 * VIEW_BYTES_MAX + 4096 };
         char msg[300];
 
-        starts = line_starts(s, n, &nlines);
+        starts = xb_tool_line_starts(s, n, &nlines);
         if (!starts) {
                 mcp_tool_error(call, "Error: out of memory. Hint: retry.");
                 return;
@@ -485,7 +296,7 @@ edit_view(struct xb_mcp_call *call, const char *path, const char *s, size_t n)
                 to = VIEW_LINES_MAX;
         }
         xb_buf_printf(&out, "Here's the result of running `cat -n` on %s:\n", path);
-        numbered(&out, s, n, starts, nlines, from, to);
+        xb_tool_numbered(&out, s, n, starts, nlines, from, to);
         if (to < nlines && !json_is_array(vr))
                 xb_buf_printf(&out, "(%zu more lines; use view_range to see them)\n", nlines - to);
         mcp_tool_done(call, json_pack("[o]", mcp_text_block(out.data)),
@@ -543,7 +354,7 @@ edit_text(struct xb_mcp_call *call, const char *s, size_t n, bool cut)
         const char *new_str = json_string_value(json_object_get(call->args, "new_str"));
         char msg[600], q[80];
 
-        if (n > FILE_MAX || cut || mcp_is_binary(s, n)) {
+        if (n > FILE_MAX || cut || xb_tool_is_binary(s, n)) {
                 snprintf(msg, sizeof(msg), "Error: %s is %s (not_editable). Hint: edit_file works on text files up to "
                          "%u bytes; use run_command for others.", path, n > FILE_MAX || cut ? "too large" : "a binary file",
                          FILE_MAX);
@@ -606,7 +417,7 @@ edit_text(struct xb_mcp_call *call, const char *s, size_t n, bool cut)
                 bool need_nl = n && s[n - 1] != '\n';
                 char *b;
 
-                starts = line_starts(s, n, &nlines);
+                starts = xb_tool_line_starts(s, n, &nlines);
                 if (!starts) {
                         mcp_tool_error(call, "Error: out of memory. Hint: retry.");
                         return;
@@ -662,10 +473,10 @@ edit_fetched(struct xb_mcp_call *call, json_t *r)
 {
         _cleanup_free_ char *owned = NULL;
         size_t n = 0;
-        const char *s = mcp_file_data(r, &owned, &n);
+        const char *s = xb_tool_file_data(r, &owned, &n);
 
         if (s)
-                edit_text(call, s, n, file_cut(r, n));
+                edit_text(call, s, n, xb_tool_file_cut(r, n));
         else
                 mcp_tool_error(call, "Error: the file's content could not be read. Hint: retry.");
         json_decref(r);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ops/catalog.h"
+#include "ops/tool_result.h"
 #include "mcp/mcp.h"
 
 #define MCP_CLIENTS_MAX 1000          /* legacy contexts at once (sessions, stdio) */
@@ -159,12 +160,7 @@ void mcp_op_detached(struct xb_mcp *m, int tenant, const char *name, json_t *arg
 /* Its call or context is gone: cancel the operation and free op. */
 void mcp_op_cancel(struct mcp_op *op);
 
-/* ---- hints.c ---- */
-/* What a model should do about err: MCP's advice for its code, else
- * err->hint, else a neutral default. Static. */
-const char *mcp_hint(const struct xb_err *err);
-/* "Error: MESSAGE (code). Hint: ..." for a model (malloc'd; NULL: no memory). */
-char *mcp_err_text(const struct xb_err *err);
+/* Hints, result texts and the read_file view: ops/tool_result.h. */
 
 /* ---- mcp_methods.c ---- */
 #define MCP_ERA_LEGACY 1u
@@ -195,16 +191,11 @@ void mcp_tool_done(struct xb_mcp_call *call, json_t *content, json_t *structured
 json_t *mcp_text_block(const char *text);
 
 /* ---- mcp_files.c ---- */
-#define MCP_FILE_MAX (8u << 20)       /* bytes read from a file */
+#define MCP_FILE_MAX XB_TOOL_FILE_MAX  /* bytes read from a file */
 void mcp_read_file(struct xb_mcp_call *call);
 void mcp_edit_file(struct xb_mcp_call *call);
 /* Read up to MCP_FILE_MAX + 1 bytes of path in call->sandbox (read_file). */
 void mcp_fetch(struct xb_mcp_call *call, const char *path, mcp_done_fn done, mcp_fail_fn fail);
-/* The bytes of a read_file result: its content, decoded if base64 (then
- * in *owned, to free). NULL if the result has no readable content. */
-const char *mcp_file_data(json_t *result, char **owned, size_t *ret_len);
-/* NUL bytes near the start: not text. */
-bool mcp_is_binary(const char *p, size_t n);
 
 /* ---- mcp_resources.c ---- */
 void mcp_resources_list(struct xb_mcp_call *call);
@@ -213,8 +204,6 @@ json_t *mcp_resource_templates(struct xb_mcp *m);
 /* A tool changed a file: notifications/resources/updated to a legacy
  * context subscribed to it. */
 void mcp_resource_changed(struct xb_mcp_call *call, const char *path);
-/* "image/png" and the like from magic bytes; NULL if not an image we show. */
-const char *mcp_image_mime(const void *p, size_t n);
 
 /* ---- mcp_plugin.c: plug-ins ---- */
 

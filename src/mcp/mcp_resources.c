@@ -157,7 +157,7 @@ read_resource_failed(struct xb_mcp_call *call, const struct xb_err *err)
                 not_found(call, uri);
                 return;
         }
-        text = mcp_err_text(err);
+        text = xb_tool_err_text(err);
         mcp_fail(call, -32603, text ? text : "the file could not be read", NULL, 200);
 }
 
@@ -168,7 +168,7 @@ read_resource_done(struct xb_mcp_call *call, json_t *r)
         const char *path = json_string_value(json_object_get(call->acc, "path")) ?: "";
         _cleanup_free_ char *owned = NULL;
         size_t len = 0;
-        const char *data = mcp_file_data(r, &owned, &len);
+        const char *data = xb_tool_file_data(r, &owned, &len);
         json_t *c;
 
         if (!data) {
@@ -181,11 +181,11 @@ read_resource_done(struct xb_mcp_call *call, json_t *r)
                 mcp_fail(call, -32603, "the file is over 8 MiB; read parts of it with the read_file tool", NULL, 200);
                 return;
         }
-        if (!mcp_is_binary(data, len) && xb_utf8_valid(data, len))
+        if (!xb_tool_is_binary(data, len) && xb_utf8_valid(data, len))
                 c = json_pack("{s:s,s:s,s:s%}", "uri", uri, "mimeType", mime_for(path, true), "text", (const char *)data,
                               len);
         else {
-                const char *mime = mcp_image_mime(data, len);
+                const char *mime = xb_tool_image_mime(data, len);
                 _cleanup_free_ char *b64 = NULL;
 
                 xb_base64_encode_alloc(data, len, &b64);

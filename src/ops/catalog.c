@@ -343,6 +343,9 @@ xb_catalog_tool_json(const struct xb_tool *t, enum xb_tool_format f)
         case XB_TOOLS_OPENAI:
                 return json_pack("{s:s,s:{s:s,s:s,s:o,s:b}}", "type", "function", "function", "name", t->name,
                                  "description", t->description, "parameters", json_deep_copy(t->input), "strict", 1);
+        case XB_TOOLS_OPENAI_RESPONSES:
+                return json_pack("{s:s,s:s,s:s,s:o,s:b}", "type", "function", "name", t->name, "description",
+                                 t->description, "parameters", json_deep_copy(t->input), "strict", 1);
         case XB_TOOLS_ANTHROPIC:
                 return json_pack("{s:s,s:s,s:o}", "name", t->name, "description", t->description, "input_schema",
                                  json_deep_copy(t->input));
@@ -373,6 +376,8 @@ xb_catalog_format(const char *name)
                 return XB_TOOLS_MCP;
         if (!strcmp(name, "openai"))
                 return XB_TOOLS_OPENAI;
+        if (!strcmp(name, "openai-responses"))
+                return XB_TOOLS_OPENAI_RESPONSES;
         if (!strcmp(name, "anthropic"))
                 return XB_TOOLS_ANTHROPIC;
         return -1;

@@ -71,7 +71,7 @@ struct xb_tool {
         json_t *input, *output;  /* parsed by xb_catalog_init */
 };
 
-enum xb_tool_format { XB_TOOLS_MCP, XB_TOOLS_OPENAI, XB_TOOLS_ANTHROPIC };
+enum xb_tool_format { XB_TOOLS_MCP, XB_TOOLS_OPENAI, XB_TOOLS_ANTHROPIC, XB_TOOLS_OPENAI_RESPONSES };
 
 /* Parse and check every schema once; later calls return 0 at once. An
  * error names the tool and the problem: the server must not start then. */
@@ -85,7 +85,7 @@ const struct xb_tool *xb_catalog_find(const char *name);
 json_t *xb_catalog_tool_json(const struct xb_tool *t, enum xb_tool_format f);
 /* Every tool in the given format: an array (new reference). */
 json_t *xb_catalog_list_json(enum xb_tool_format f);
-/* "mcp", "openai", "anthropic" to a format; -1 for anything else. */
+/* "mcp", "openai", "openai-responses", "anthropic" to a format; -1 for anything else. */
 int xb_catalog_format(const char *name);
 
 /* Check a schema against OpenAI's strict-mode subset, recursively. On

@@ -141,8 +141,8 @@ tools(struct xb_req *r)
         int format = qerr < 0 ? -1 : xb_catalog_format(f);
 
         if (format < 0) {
-                xb_reply_error(r, 400, "invalid_request", "use format=mcp (the default), format=openai or "
-                               "format=anthropic", "unknown tool format `%.32s`", f ? f : "");
+                xb_reply_error(r, 400, "invalid_request", "use format=mcp (the default), format=openai, "
+                               "format=openai-responses or format=anthropic", "unknown tool format `%.32s`", f ? f : "");
                 return;
         }
         xb_reply_json(r, 200, json_pack("{s:o}", "tools", xb_catalog_list_json(format)));

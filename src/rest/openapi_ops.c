@@ -112,10 +112,23 @@ const struct xb_op_def xb_op_defs[] = {
           .description = "Every tool with its input and output schema. format=openai gives strict function "
                          "schemas, anthropic gives input_schema, mcp (the default) gives tools/list entries.",
           .params = "[{\"name\": \"format\", \"in\": \"query\", \"required\": false, \"description\": \"mcp (the "
-                    "default), openai or anthropic.\", \"schema\": {\"type\": \"string\", \"enum\": [\"mcp\", "
-                    "\"openai\", \"anthropic\"]}}]",
+                    "default), openai, openai-responses or anthropic.\", \"schema\": {\"type\": \"string\", \"enum\": "
+                    "[\"mcp\", \"openai\", \"openai-responses\", \"anthropic\"]}}]",
           .reply = JSON_REPLY("The tools.", OBJ_OPEN("\"tools\": {\"type\": \"array\", \"items\": {\"type\": "
                                                      "\"object\"}}", "\"tools\"")) },
+        { .method = "POST", .path = "/v1/tools/{tool}", .id = "call_tool", .tag = "docs", .errors = "404",
+          .summary = "Run one tool call from any LLM framework.",
+          .description = "The body is the call as OpenAI Chat Completions, the Responses API, Anthropic or MCP "
+                         "hand it over, or the bare arguments. The reply has what the model should see (content, "
+                         "text), the structured result, is_error, and the messages to append for each framework.",
+          .body = "{\"required\": false, \"content\": {\"application/json\": {\"schema\": {\"type\": "
+                  "\"object\"}}}}",
+          .reply = JSON_REPLY("The tool's outcome (is_error says if it failed).",
+                              OBJ_OPEN("\"content\": {\"type\": \"array\", \"items\": {\"type\": \"object\"}}, "
+                                       "\"text\": {\"type\": \"string\"}, \"is_error\": {\"type\": \"boolean\"}, "
+                                       "\"structured\": {}, \"error\": {}, \"openai_message\": {\"type\": \"object\"}, "
+                                       "\"responses_item\": {\"type\": \"object\"}, \"anthropic_block\": {\"type\": "
+                                       "\"object\"}", "\"content\", \"text\", \"is_error\"")) },
         { .method = "GET", .path = "/logo.png", .id = "get_logo", .tag = "docs", .summary = "The logo.",
           .reply = "{\"description\": \"A PNG image.\", \"content\": {\"image/png\": {\"schema\": {\"type\": "
                    "\"string\", \"format\": \"binary\"}}}}" },

@@ -230,23 +230,23 @@ Test(mcp, hints)
 
         for (int e = 0; e < XB_E__COUNT; e++) {
                 struct xb_err x = { .ecode = (enum xb_ecode)e };
-                const char *h = mcp_hint(&x);
+                const char *h = xb_tool_hint(&x);
 
                 cr_assert(h && *h, "code %s has no hint", xb_ecode_name((enum xb_ecode)e));
                 for (size_t i = 0; i < sizeof(rest_words) / sizeof(rest_words[0]); i++)
                         cr_assert_null(strstr(h, rest_words[i]), "%s: %s", xb_ecode_name((enum xb_ecode)e), h);
         }
-        text = mcp_err_text(&err);
+        text = xb_tool_err_text(&err);
         cr_assert_str_eq(text, "Error: no such file: /home/user/x (file_not_found). Hint: check the path; see what "
                                "is there with list_files");
         free(text);
         /* MCP's advice beats the engine's; without any, the engine's speaks. */
         err.hint = "the engine's advice";
-        cr_assert(strstr(mcp_hint(&err), "list_files"));
+        cr_assert(strstr(xb_tool_hint(&err), "list_files"));
         err.ecode = XB_E_INVALID;
-        cr_assert_str_eq(mcp_hint(&err), "the engine's advice");
+        cr_assert_str_eq(xb_tool_hint(&err), "the engine's advice");
         err.hint = NULL;
-        cr_assert(strstr(mcp_hint(&err), "call the tool again"));
+        cr_assert(strstr(xb_tool_hint(&err), "call the tool again"));
 }
 
 Test(mcp, argument_schemas)
@@ -290,20 +290,20 @@ Test(mcp, image_mime)
                 const char *d;
 
                 /* read_file results: base64 decoded, text as it is. */
-                d = mcp_file_data(r, &owned, &n);
+                d = xb_tool_file_data(r, &owned, &n);
                 cr_assert(d && d == owned && n == 4 && d[3] == '\377');
                 free(owned);
                 json_object_set_new(r, "encoding", json_string("utf-8"));
-                d = mcp_file_data(r, &owned, &n);
+                d = xb_tool_file_data(r, &owned, &n);
                 cr_assert(d && !owned && n == 8 && !memcmp(d, "AAEC/w==", 8));
                 json_object_del(r, "content");
-                cr_assert_null(mcp_file_data(r, &owned, &n));
+                cr_assert_null(xb_tool_file_data(r, &owned, &n));
                 json_decref(r);
         }
-        cr_assert_str_eq(mcp_image_mime("\x89PNG\r\n\x1a\n....", 12), "image/png");
-        cr_assert_str_eq(mcp_image_mime("\xff\xd8\xff\xe0", 4), "image/jpeg");
-        cr_assert_str_eq(mcp_image_mime("GIF89a", 6), "image/gif");
-        cr_assert_str_eq(mcp_image_mime("RIFF\0\0\0\0WEBPVP8 ", 16), "image/webp");
-        cr_assert_null(mcp_image_mime("\x89PN", 3));
-        cr_assert_null(mcp_image_mime("hello world", 11));
+        cr_assert_str_eq(xb_tool_image_mime("\x89PNG\r\n\x1a\n....", 12), "image/png");
+        cr_assert_str_eq(xb_tool_image_mime("\xff\xd8\xff\xe0", 4), "image/jpeg");
+        cr_assert_str_eq(xb_tool_image_mime("GIF89a", 6), "image/gif");
+        cr_assert_str_eq(xb_tool_image_mime("RIFF\0\0\0\0WEBPVP8 ", 16), "image/webp");
+        cr_assert_null(xb_tool_image_mime("\x89PN", 3));
+        cr_assert_null(xb_tool_image_mime("hello world", 11));
 }

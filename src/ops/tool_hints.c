@@ -1,6 +1,7 @@
-/* MCP's words for failures: one table from error code (base/ecode.h) to
- * the advice a model reads after "Hint:", in terms of the tools (never a
- * REST route), and the one-line error text of a tool result.
+/* A tool's words for failures: one table from error code (base/ecode.h)
+ * to the advice a model reads after "Hint:", in terms of the tools (never
+ * a REST route), and the one-line error text of a tool result. MCP and
+ * REST's tool bridge both answer with it.
  *
  * A code's entry here wins over the engine's err->hint: the engine cannot
  * know which tool the model should reach for. A code without an entry is
@@ -9,7 +10,8 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 
-#include "mcp/mcp_int.h"
+#include "base/ecode.h"
+#include "ops/tool_result.h"
 
 #define RUN "use run_command for anything the file tools cannot do"
 #define FRESH_CODE "call run_code again to start a fresh interpreter"
@@ -120,7 +122,7 @@ static const char *const hints[XB_E__COUNT] = {
 };
 
 const char *
-mcp_hint(const struct xb_err *err)
+xb_tool_hint(const struct xb_err *err)
 {
         const char *h = (unsigned)err->ecode < XB_E__COUNT ? hints[err->ecode] : NULL;
 
@@ -128,9 +130,9 @@ mcp_hint(const struct xb_err *err)
 }
 
 char *
-mcp_err_text(const struct xb_err *err)
+xb_tool_err_text(const struct xb_err *err)
 {
-        const char *hint = mcp_hint(err);
+        const char *hint = xb_tool_hint(err);
         char *s = NULL;
 
         if (asprintf(&s, "Error: %s (%s).%s%s", err->msg[0] ? err->msg : "the operation failed",
