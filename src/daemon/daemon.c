@@ -28,6 +28,9 @@ extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb
         xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
         xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin;
+/* Piston's and Judge0's APIs (src/judge): not execbox's own, so not in its OpenAPI document. */
+extern const struct xb_route xb_judge_routes[];
+extern const size_t xb_judge_nroutes;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -224,6 +227,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         xb_io_start(s->loop, &s->sig_io, s->sigfd, EPOLLIN, on_signal, s);
 
         nroutes = xb_server_routes(routes, sizeof(routes) / sizeof(routes[0]));
+        for (size_t i = 0; i < xb_judge_nroutes && nroutes < sizeof(routes) / sizeof(routes[0]); i++)
+                routes[nroutes++] = xb_judge_routes[i];
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
