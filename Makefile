@@ -32,7 +32,8 @@ CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 # seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
 POLICY_SRC := src/sandbox/seccomp_policy.c
 LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c \
-  src/core/*.c src/ops/*.c src/transport/*.c src/rest/*.c src/plugin/*.c src/mcp/*.c src/daemon/*.c))
+  src/core/*.c src/ops/*.c src/transport/*.c src/rest/*.c src/plugin/*.c src/mcp/*.c src/judge/*.c \
+  src/daemon/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/proto/pseudofs.c src/sandbox/execspec.c src/base/err.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -200,6 +201,12 @@ layering-test:
 mcp-test: $(EXECBOX_TEST)
 	EXECBOX=$(abspath $(EXECBOX_TEST)) tests/mcp/run.sh
 
+# Piston's and Judge0's APIs (src/judge) with their documented request
+# shapes, and the npm piston-client (cached like mcp-test's packages).
+.PHONY: judge-test
+judge-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/judge
+
 # The client libraries (clients/) and the agent example (examples/codeact)
 # against the real server; the TypeScript client on mcp-test's Node 22.
 clients-test: $(EXECBOX)
@@ -222,6 +229,7 @@ check: deps
 	$(MAKE) drivers-test
 	$(MAKE) clients-test
 	$(MAKE) tools-test
+	$(MAKE) judge-test
 	$(MAKE) packaging-test
 
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.

@@ -24,6 +24,10 @@
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
 
+/* Piston's and Judge0's APIs (src/judge): not execbox's own, so not in
+ * its OpenAPI document; their routes carry the engine as their data. */
+extern const struct xb_route xb_judge_routes[];
+extern const size_t xb_judge_nroutes;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -216,6 +220,10 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         nroutes = routes_of(s->mcp, routes, sizeof(routes) / sizeof(routes[0]));
         s->rest = (struct xb_rest){ .core = s->core, .no_auth = s->o.no_auth, .require_guide = s->o.require_guide,
                                     .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes };
+        for (size_t i = 0; i < xb_judge_nroutes && nroutes < sizeof(routes) / sizeof(routes[0]); i++) {
+                routes[nroutes] = xb_judge_routes[i];
+                routes[nroutes++].data = s->core;
+        }
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,

@@ -125,6 +125,7 @@ http_route_admit(struct xb_req *r, const char *method)
 {
         struct xb_http *h = r->http;
         const char *url = r->path, *auth, *clen;
+        char xauth[600];
         size_t cap = strlen(url) + MAX_PARAMS + 1;
 
         http_route_find(r, method);
@@ -163,6 +164,12 @@ http_route_admit(struct xb_req *r, const char *method)
                 return false;
         }
         auth = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Authorization");
+        if (!auth && (r->route->flags & XB_ROUTE_XAUTH)) {
+                const char *x = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "X-Auth-Token");
+
+                if (x && snprintf(xauth, sizeof(xauth), "Bearer %s", x) < (int)sizeof(xauth))
+                        auth = xauth;
+        }
         if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
                 xb_req_add_reply_header(r, "WWW-Authenticate", "Bearer");
                 xb_reply_error(r, 401, "unauthorized",
