@@ -45,6 +45,9 @@ struct xb_server_opts {
         enum xb_cgroup_mode cgroup_mode;
         bool quiet;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
+        const char *const *mcp_hosts; /* --mcp-allowed-host: /mcp's Host and Origin besides loopback */
+        size_t nmcp_hosts;
+        uint64_t mcp_pause_ms;        /* --mcp-pause-after: freeze an idle MCP sandbox; 0 never */
 };
 
 struct xb_metrics {
@@ -90,6 +93,7 @@ struct xb_sbx {
         enum xb_sbx_state state;
         int tenant;
         bool pooled;                  /* in srv->pool, not yet claimed */
+        bool paused;                  /* its cgroup is frozen (pause.c) */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         char **env;                   /* sandbox-wide "K=V" set at creation */
@@ -127,6 +131,10 @@ void xb_sbx_ref(struct xb_sbx *x);
 void xb_sbx_unref(struct xb_sbx *x);
 uint32_t xb_sbx_tag(struct xb_sbx *x);
 json_t *xb_sbx_json(const struct xb_sbx *x);
+/* Freeze an idle running sandbox (-EBUSY when someone waits on it), and
+ * thaw it; finding or deleting it resumes it (pause.c). */
+int xb_sbx_pause(struct xb_sbx *x, struct xb_err *err);
+void xb_sbx_resume(struct xb_sbx *x);
 
 /* Pending tags: whoever asks init for work (a spawn, a file operation)
  * takes a tag with its callbacks, and init's events for that tag reach
