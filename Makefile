@@ -131,7 +131,7 @@ $(EXECBOX): $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o $(BUILD)
 	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The same objects plus the test-only plug-ins; `make mcp-test` runs it.
-$(EXECBOX_TEST): $(CLI_OBJ) $(LIB_OBJ) $(FIXTURE_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o
+$(EXECBOX_TEST): $(CLI_OBJ) $(LIB_OBJ) $(FIXTURE_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o $(BUILD)/git_commit.o
 	$(CC) $(SAN) -pie $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The probe runs inside sandboxes to attack them; static (musl, like the
