@@ -33,6 +33,9 @@ serve_usage(FILE *f)
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
               "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"
+              "  --mcp-allowed-host H   /mcp also accepts this Host and Origin, as behind a\n"
+              "                         reverse proxy (repeatable; default loopback only)\n"
+              "  --mcp-pause-after DUR  pause an idle MCP session's sandbox (default 300s; 0 never)\n"
               "  --quiet / --verbose\n"
               "  --config FILE          read options from FILE (default /etc/execbox/execbox.conf);\n"
               "                         EXECBOX_* variables override it, and flags override both\n",

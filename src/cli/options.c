@@ -29,6 +29,7 @@ enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
+        O_MCP_HOST, O_MCP_PAUSE,
 };
 
 /* How an option may be given besides its flag. */
@@ -64,6 +65,8 @@ static const struct {
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
+        { { "mcp-allowed-host", required_argument, NULL, O_MCP_HOST }, SERVE, REPEAT },
+        { { "mcp-pause-after", required_argument, NULL, O_MCP_PAUSE }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
@@ -83,6 +86,8 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->body_max = 16u << 20;
         o->upload_max = 1u << 30;
         o->allow_mounts = a->allow;
+        o->mcp_hosts = a->mcp_hosts;
+        o->mcp_pause_ms = 300000;
         xb_limits_default(&o->defaults);
         o->defaults.wall_ms = 0;
         if (cmd == XB_CMD_SERVE) {
@@ -90,6 +95,8 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
                 o->state_dir = "/var/lib/execbox";
                 o->pool_size = 4;
         } else {
+                /* Desktop clients set env, not flags: a bridge, as a normal user. */
+                a->server = getenv("EXECBOX_URL") && *getenv("EXECBOX_URL") ? getenv("EXECBOX_URL") : NULL;
                 a->token = getenv("EXECBOX_TOKEN");
                 o->pool_size = 1;
                 o->no_auth = true;    /* the peer is whoever started us */
@@ -146,6 +153,16 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 else
                         a->allow[o->nallow++] = arg;
                 break;
+        case O_MCP_HOST:
+                if (o->nmcp_hosts == ARRAY_SIZE(a->mcp_hosts))
+                        r = xb_err_msg(err, E2BIG, "too many --mcp-allowed-host options");
+                else if (!*arg || strpbrk(arg, "/\"' \t"))
+                        r = xb_err_msg(err, EINVAL, "write a host name as clients send it in Host, such as "
+                                       "mcp.example.com or mcp.example.com:8443");
+                else
+                        a->mcp_hosts[o->nmcp_hosts++] = arg;
+                break;
+        case O_MCP_PAUSE: r = xb_parse_duration_ms(arg, &o->mcp_pause_ms, err); break;
         case O_GUIDE: o->require_guide = true; break;
         case O_FIXTURES:
                 if (!xb_mcp_has_plugin(XB_FIXTURES_PLUGIN))
@@ -188,6 +205,8 @@ drop(struct xb_server_args *a, int opt)
 {
         if (opt == O_ALLOW)
                 a->o.nallow = 0;
+        else if (opt == O_MCP_HOST)
+                a->o.nmcp_hosts = 0;
 }
 
 enum layer { L_DEFAULT, L_FILE, L_ENV, L_FLAGS };

@@ -96,6 +96,7 @@ struct xb_sbx {
         enum xb_sbx_state state;
         int tenant;
         bool pooled;                  /* in core->pool, not yet claimed */
+        bool paused;                  /* its cgroup is frozen (pause.c) */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         char **env;                   /* sandbox-wide "K=V" set at creation */
@@ -139,6 +140,10 @@ int xb_sbx_gone(const struct xb_sbx *x, const char *why, const char *dflt, struc
 void xb_sbx_ref(struct xb_sbx *x);
 void xb_sbx_unref(struct xb_sbx *x);
 json_t *xb_sbx_json(const struct xb_sbx *x);
+/* Freeze an idle running sandbox (-EBUSY when someone waits on it), and
+ * thaw it; finding or deleting it resumes it (pause.c). */
+int xb_sbx_pause(struct xb_sbx *x, struct xb_err *err);
+void xb_sbx_resume(struct xb_sbx *x);
 
 /* Pending tags: whoever asks init for work (a spawn, a file operation)
  * takes a tag with its callbacks, and init's events for that tag reach

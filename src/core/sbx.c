@@ -37,7 +37,10 @@ xb_sbx_find(struct xb_core *s, const char *id, int tenant)
                 return NULL;
         x = *(struct xb_sbx **)found;
         /* Another tenant's sandbox does not exist, as far as this caller knows. */
-        return x->tenant == tenant ? x : NULL;
+        if (x->tenant != tenant)
+                return NULL;
+        xb_sbx_resume(x);   /* whoever looks it up is about to use it */
+        return x;
 }
 
 struct foreach_ctx {
@@ -384,6 +387,7 @@ xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why)
 {
         if (x->state >= XB_SBX_DYING)
                 return;
+        xb_sbx_resume(x);   /* frozen tasks would not die */
         x->state = XB_SBX_DYING;
         x->end = end;
         x->core->ndying++;
@@ -473,7 +477,8 @@ xb_sbx_json(const struct xb_sbx *x)
                                 (json_int_t)x->limits.pids, "cpus", x->limits.cpus_milli / 1000.0, "disk",
                                 (json_int_t)x->limits.disk);
 
-        return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:i}", "id", x->id, "state", states[x->state], "limits", lim,
+        return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:i}", "id", x->id, "state",
+                         x->paused ? "paused" : states[x->state], "limits", lim,
                          "metadata", json_incref(x->metadata ? x->metadata : json_null()), "created_at_ms",
                          (json_int_t)(x->created_unix_ms), "expires_in_ms",
                          (json_int_t)(x->expires_ms > now ? x->expires_ms - now : 0), "timeout_s",

@@ -212,7 +212,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 
         mo = (struct xb_mcp_opts){ .loop = s->loop, .core = s->core, .defaults = &s->core->o.defaults,
                                    .plugins = s->o.conformance_fixtures ? fixtures : NULL,
-                                   .ntenants = s->ntokens ? s->ntokens : 1 };
+                                   .ntenants = s->ntokens ? s->ntokens : 1, .pause_ms = s->o.mcp_pause_ms };
         if (xb_mcp_new(&mo, &s->mcp, &err) < 0) {
                 xb_error("mcp: %s", err.msg);
                 goto fail;
@@ -227,7 +227,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
-                .ntokens = s->ntokens, .app = &s->rest,
+                .ntokens = s->ntokens, .allowed_hosts = s->o.mcp_hosts, .nallowed_hosts = s->o.nmcp_hosts,
+                .app = &s->rest,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {

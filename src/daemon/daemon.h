@@ -27,6 +27,9 @@ struct xb_server_opts {
         enum xb_cgroup_mode cgroup_mode;
         bool quiet;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
+        const char *const *mcp_hosts; /* --mcp-allowed-host: /mcp's Host and Origin besides loopback */
+        size_t nmcp_hosts;
+        uint64_t mcp_pause_ms;        /* --mcp-pause-after: freeze an idle MCP sandbox; 0 never */
 };
 
 struct xb_server {

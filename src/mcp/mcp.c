@@ -94,10 +94,31 @@ on_idle(struct xb_timer *t)
         xb_mcp_client_close(c);
 }
 
+/* Idle long enough: freeze the default sandbox (it costs no CPU until
+ * it expires); the next operation on it resumes it. */
+static void
+on_pause(struct xb_timer *t)
+{
+        struct xb_mcp_client *c = t->data;
+        json_t *args;
+
+        if (c->calls) {
+                xb_timer_start(c->m->o.loop, &c->pause, c->m->o.pause_ms, on_pause, c);
+                return;
+        }
+        if (!c->sandbox || c->m->closing)
+                return;
+        args = json_pack("{s:s}", "id", c->sandbox);
+        mcp_op_detached(c->m, c->tenant, "pause_sandbox", args);
+        json_decref(args);
+}
+
 static void
 client_touch(struct xb_mcp_client *c)
 {
         c->last_ms = xb_now_ms();
+        if (c->m->o.pause_ms)
+                xb_timer_start(c->m->o.loop, &c->pause, c->m->o.pause_ms, on_pause, c);
 }
 
 static struct xb_mcp_client *
@@ -216,6 +237,7 @@ client_free(struct xb_mcp_client *c)
                 json_decref(args);
         }
         xb_timer_stop(&c->idle);
+        xb_timer_stop(&c->pause);
         for (struct code_session *s = c->code, *n; s; s = n) {
                 n = s->next;
                 free(s->sandbox);

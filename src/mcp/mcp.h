@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "transport/http.h"
@@ -45,6 +46,7 @@ struct xb_mcp_opts {
          * XB_FIXTURES_PLUGIN (tests/fixtures/mcp_fixtures.c). */
         const char *const *plugins;
         size_t ntenants;                   /* tokens; tenant ids are 0..ntenants-1 */
+        uint64_t pause_ms;                 /* pause a context's sandbox when idle this long; 0: never */
 };
 
 /* The opt-in plug-in of the test build's conformance fixtures. */
@@ -135,6 +137,10 @@ struct xb_loop *xb_mcp_loop(const struct xb_mcp *m);
 extern const struct xb_route xb_api_routes_mcp[];
 extern const size_t xb_api_nroutes_mcp;
 
+/* RFC 9728 protected-resource metadata for /mcp (mcp_auth.c): remote
+ * connectors learn that it takes a bearer token in the header. */
+#define XB_MCP_META_FLAGS (XB_ROUTE_PUBLIC | XB_ROUTE_MCP | XB_ROUTE_HIDDEN)
+void xb_mcp_resource_metadata(struct xb_req *r);
 /* A modern request's Mcp-Method, Mcp-Name and Mcp-Param-* headers against
  * its body (mcp_headers.c): NULL if they match, else why not (in why, or
  * a constant). */

@@ -759,5 +759,7 @@ const struct xb_route xb_api_routes_mcp[] = {
         { "POST", "/mcp", mcp_post, XB_ROUTE_MCP },
         { "GET", "/mcp", mcp_get, XB_ROUTE_MCP },
         { "DELETE", "/mcp", mcp_delete, XB_ROUTE_MCP },
+        { "GET", "/.well-known/oauth-protected-resource", xb_mcp_resource_metadata, XB_MCP_META_FLAGS },
+        { "GET", "/.well-known/oauth-protected-resource/mcp", xb_mcp_resource_metadata, XB_MCP_META_FLAGS },
 };
 const size_t xb_api_nroutes_mcp = sizeof(xb_api_routes_mcp) / sizeof(xb_api_routes_mcp[0]);

@@ -58,6 +58,7 @@ struct xb_mcp_client {
         json_t *subs;                 /* legacy resources/subscribe: URIs */
         uint64_t idle_ms, last_ms;
         struct xb_timer idle;
+        struct xb_timer pause;        /* o.pause_ms after the last request */
         const struct xb_mcp_client_ops *ops;
         void *ctx;
         void *front;

@@ -241,29 +241,60 @@ last_line(const char *s, size_t n, char *out, size_t cap)
         out[end - start] = '\0';
 }
 
+/* Output as progress, at most every PROGRESS_GAP_MS. */
+static void
+output_progress(struct xb_mcp_call *call, const char *s, size_t n)
+{
+        uint64_t now = xb_now_ms();
+        double t = (double)(now - call->start_ms) / 1000.0;
+        char line[128], msg[200];
+
+        call->bytes += n;
+        if (now - call->last_progress_ms < PROGRESS_GAP_MS || t <= call->progress)
+                return;
+        call->last_progress_ms = now;
+        call->progress = t;
+        last_line(s, n, line, sizeof(line));
+        snprintf(msg, sizeof(msg), "%.1f s, %llu bytes of output%s%s", t, (unsigned long long)call->bytes,
+                 line[0] ? ": " : "", line);
+        mcp_progress(call, t, -1, msg);
+}
+
 /* Events of a streamed run_command: output becomes progress. */
 static void
 exec_event(struct xb_mcp_call *call, const char *name, json_t *data)
 {
-        uint64_t now = xb_now_ms();
+        json_t *d = json_object_get(data, "data");
 
-        if (strcmp(name, "stdout") && strcmp(name, "stderr"))
+        if (!strcmp(name, "stdout") || !strcmp(name, "stderr"))
+                output_progress(call, json_string_value(d) ?: "", json_string_length(d));
+}
+
+/* Events of a run_code cell with a progressToken: outputs become progress
+ * and are kept in call->acc (the result then leaves them out), merged as
+ * the engine merges them. */
+static void
+code_event(struct xb_mcp_call *call, const char *name, json_t *data)
+{
+        size_t n = json_array_size(call->acc);
+        json_t *last = n ? json_array_get(call->acc, n - 1) : NULL, *text = json_object_get(data, "text");
+
+        (void)name;
+        if (!json_is_object(data) || !call->acc)
                 return;
-        call->bytes += json_string_length(json_object_get(data, "data"));
-        if (now - call->last_progress_ms >= PROGRESS_GAP_MS) {
-                double s = (double)(now - call->start_ms) / 1000.0;
-                char line[128], msg[200];
-                json_t *d = json_object_get(data, "data");
+        if (last && json_is_string(text) && !strcmp(json_string_value(json_object_get(data, "type")) ?: "", "stream") &&
+            json_equal(json_object_get(last, "type"), json_object_get(data, "type")) &&
+            json_equal(json_object_get(last, "name"), json_object_get(data, "name"))) {
+                struct xb_buf b = { .max = 64u << 20 };
 
-                if (s <= call->progress)
-                        return;
-                call->last_progress_ms = now;
-                call->progress = s;
-                last_line(json_string_value(d) ?: "", json_string_length(d), line, sizeof(line));
-                snprintf(msg, sizeof(msg), "%.1f s, %llu bytes of output%s%s", s, (unsigned long long)call->bytes,
-                         line[0] ? ": " : "", line);
-                mcp_progress(call, s, -1, msg);
+                xb_buf_puts(&b, json_string_value(json_object_get(last, "text")) ?: "");
+                xb_buf_puts(&b, json_string_value(text));
+                json_object_set_new(last, "text", json_stringn(b.data ? b.data : "", b.len));
+                xb_buf_free(&b);
+        } else {
+                json_array_append_new(call->acc, json_deep_copy(data));
         }
+        output_progress(call, json_string_value(text) ?: "", json_string_length(text));
 }
 
 /* ---- rendering: ops/tool_result.c ---- */
@@ -389,6 +420,8 @@ code_done(struct xb_mcp_call *call, json_t *cell)
                 mcp_tool_error(call, "Error: the interpreter's reply could not be read. Hint: retry.");
                 return;
         }
+        if (call->acc && !json_object_get(cell, "outputs"))
+                json_object_set(cell, "outputs", call->acc);   /* they came as events */
         if (!strcmp(json_string_value(json_object_get(cell, "status")) ?: "", "dead"))
                 code_forget(call->c, call->sandbox, lang);   /* a fresh one next time */
         mcp_tool_done(call, xb_tool_cell_content(cell), cell);
@@ -434,9 +467,14 @@ code_run(struct xb_mcp_call *call)
                 mcp_tool_fail(call, &err);
                 return;
         }
-        if (call->progress_token)
+        json_decref(call->acc);
+        call->acc = NULL;
+        if (call->progress_token) {
+                call->acc = json_array();
+                call->last_progress_ms = 0;
                 xb_timer_start(call->m->o.loop, &call->timer, HEARTBEAT_MS, heartbeat, call);
-        mcp_op(call, call->tool->op, args, code_done, code_fail, NULL);
+        }
+        mcp_op(call, call->tool->op, args, code_done, code_fail, call->acc ? code_event : NULL);
         json_decref(args);
 }
 

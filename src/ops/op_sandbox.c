@@ -211,11 +211,29 @@ op_keepalive(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         xb_call_done(c, xb_sbx_json(x));
 }
 
+/* Freeze an idle sandbox; any later operation on it resumes it. */
+static void
+op_pause(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
+{
+        struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
+        struct xb_err err = { 0 };
+
+        if (!x)
+                return;
+        if (xb_sbx_pause(x, &err) < 0) {
+                err.ecode = XB_E_SANDBOX_BUSY;
+                xb_call_fail(c, &err);
+                return;
+        }
+        xb_call_done(c, xb_sbx_json(x));
+}
+
 const struct xb_op xb_ops_sandbox[] = {
         { "sandbox_create", op_create },
         { "sandbox_list", op_list },
         { "get_sandbox", op_get },
         { "sandbox_delete", op_delete },
         { "keepalive_sandbox", op_keepalive },
+        { "pause_sandbox", op_pause },
         { NULL, NULL },
 };

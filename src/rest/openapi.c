@@ -416,6 +416,8 @@ xb_openapi_build(const struct xb_route *routes, size_t nroutes, const char *base
                 const struct xb_route *rt = &routes[i];
                 bool found = false;
 
+                if (rt->flags & XB_ROUTE_HIDDEN)
+                        continue;
                 for (size_t j = 0; j < xb_op_ndefs; j++) {
                         const struct xb_op_def *d = &xb_op_defs[j];
                         const struct xb_tool *t;

@@ -589,6 +589,19 @@ xb_cgroup_kill(struct xb_cgroup *cg)
         return 0;
 }
 
+/* Pausing: the v2 group's cgroup.freeze (the hybrid companion holds every
+ * task too), else the v1 freezer. The kernel finishes freezing on its own;
+ * callers that need it done read cgroup.events or freezer.state. */
+int
+xb_cgroup_freeze(struct xb_cgroup *cg, bool frozen)
+{
+        if (cg->v2 >= 0)
+                return xb_write_file_at(cg->v2, "cgroup.freeze", frozen ? "1" : "0");
+        if (cg->v1[CTL_FREEZER] >= 0)
+                return xb_write_file_at(cg->v1[CTL_FREEZER], "freezer.state", frozen ? "FROZEN" : "THAWED");
+        return -EOPNOTSUPP;
+}
+
 static uint64_t
 read_u64(int dir, const char *file)
 {

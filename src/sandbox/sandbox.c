@@ -608,6 +608,12 @@ xb_sandbox_stats(struct xb_sandbox *sb, struct xb_cgroup_stats *st)
 }
 
 int
+xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen)
+{
+        return sb->reaped || !sb->cg ? -ESRCH : xb_cgroup_freeze(sb->cg, frozen);
+}
+
+int
 xb_sandbox_destroy(struct xb_sandbox *sb)
 {
         int r = 0;

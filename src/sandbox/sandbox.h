@@ -100,6 +100,8 @@ void xb_sandbox_end(struct xb_sandbox *sb);
 int xb_sandbox_reap(struct xb_sandbox *sb, bool wait);
 /* Usage of the whole sandbox so far. */
 int xb_sandbox_stats(struct xb_sandbox *sb, struct xb_cgroup_stats *st);
+/* Pause (freeze) or resume every task of the sandbox. */
+int xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen);
 /* Kill, reap, remove the cgroup, free the uid range and sb. -EBUSY if the
  * cgroup could not be removed (logged by callers; nothing else leaks). */
 int xb_sandbox_destroy(struct xb_sandbox *sb);

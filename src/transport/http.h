@@ -31,6 +31,7 @@ typedef void (*xb_handler)(struct xb_req *req);
 #define XB_ROUTE_SINK 0x2u     /* handler runs at headers (phase BEGIN) and sets a body sink */
 #define XB_ROUTE_MCP 0x4u      /* Origin and Host are checked (DNS rebinding) */
 #define XB_ROUTE_XAUTH 0x8u    /* `X-Auth-Token: <token>` also authenticates (Judge0's clients) */
+#define XB_ROUTE_HIDDEN 0x10u   /* not in /openapi.json: another spec's discovery document */
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
 
@@ -50,6 +51,9 @@ struct xb_http_opts {
         unsigned conn_timeout_s;     /* idle connections; suspended ones do not time out */
         const char *const *tokens;   /* accepted bearer tokens; NULL = no auth */
         size_t ntokens;
+        /* Host and Origin names /mcp accepts besides loopback (a proxy's). */
+        const char *const *allowed_hosts;
+        size_t nallowed_hosts;
         void *app;
 };
 
@@ -77,6 +81,9 @@ const char *xb_req_header(const struct xb_req *r, const char *name);
  * bytes with the NUL); NULL when absent. */
 const char *xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t cap);
 const char *xb_req_body(const struct xb_req *r, size_t *len);
+/* "http://HOST" (https with X-Forwarded-Proto: https) from the request's
+ * Host, which must look like a host name (else localhost), in buf. */
+const char *xb_req_base_url(const struct xb_req *r, char *buf, size_t cap);
 /* Which token authenticated the request (index into opts.tokens), -1 if none. */
 int xb_req_tenant(const struct xb_req *r);
 bool xb_req_accepts(const struct xb_req *r, const char *mime);

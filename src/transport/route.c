@@ -74,33 +74,68 @@ token_ok(const struct xb_http *h, const char *auth, int *tenant)
         return false;
 }
 
+/* Whether s starts with name followed by its end, ':' (a port) or '/'. */
+static bool
+host_is(const char *s, const char *name)
+{
+        size_t n = strlen(name);
+
+        return strncasecmp(s, name, n) == 0 && (s[n] == '\0' || s[n] == ':' || s[n] == '/');
+}
+
 /* MCP's DNS-rebinding rule: a browser page on another origin must not
- * reach a local server. Origin, when sent, and Host must be local. */
+ * reach a local server. Origin, when sent, and Host must be local, or one
+ * of the hosts the operator allowed (a reverse proxy's public name). */
 static bool
 local_origin(struct xb_req *r)
 {
         const char *origin = xb_req_header(r, "Origin"), *host = xb_req_header(r, "Host");
         static const char *const ok[] = { "localhost", "127.0.0.1", "[::1]" };
+        const struct xb_http_opts *o = &r->http->o;
         bool host_ok = !host, origin_ok = !origin;
+        const char *oh = origin && strstr(origin, "://") ? strstr(origin, "://") + 3 : origin;
 
-        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-                size_t n = strlen(ok[i]);
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]) + o->nallowed_hosts; i++) {
+                const char *name = i < sizeof(ok) / sizeof(ok[0]) ? ok[i] : o->allowed_hosts[i - sizeof(ok) / sizeof(ok[0])];
 
-                if (host && strncmp(host, ok[i], n) == 0 && (host[n] == '\0' || host[n] == ':'))
+                if (host && host_is(host, name) && !strchr(host, '/'))
                         host_ok = true;
-                if (origin) {
-                        const char *o = strstr(origin, "://");
-
-                        o = o ? o + 3 : origin;
-                        if (strncmp(o, ok[i], n) == 0 && (o[n] == '\0' || o[n] == ':' || o[n] == '/'))
-                                origin_ok = true;
-                }
+                if (oh && host_is(oh, name))
+                        origin_ok = true;
         }
         /* A unix socket or a non-loopback listener has no DNS-rebinding exposure
          * of this kind, but the Host check still applies on loopback. */
         if (!r->http->loopback)
                 return origin_ok || !origin;
         return host_ok && origin_ok;
+}
+
+const char *
+xb_req_base_url(const struct xb_req *r, char *buf, size_t cap)
+{
+        const char *host = xb_req_header(r, "Host"), *proto = xb_req_header(r, "X-Forwarded-Proto");
+
+        if (!host || !*host || strlen(host) > 255 ||
+            strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]_") != strlen(host))
+                host = "localhost";
+        snprintf(buf, cap, "%s://%s", proto && !strcasecmp(proto, "https") ? "https" : "http", host);
+        return buf;
+}
+
+/* A 401's challenge. On /mcp it names the RFC 9728 metadata (the
+ * well-known prefix before the path), for remote MCP connectors. */
+static void
+challenge(struct xb_req *r)
+{
+        char base[300], v[700];
+
+        if (!(r->route->flags & XB_ROUTE_MCP)) {
+                xb_req_add_reply_header(r, "WWW-Authenticate", "Bearer");
+                return;
+        }
+        snprintf(v, sizeof(v), "Bearer resource_metadata=\"%s/.well-known/oauth-protected-resource%s\"",
+                 xb_req_base_url(r, base, sizeof(base)), r->path);
+        xb_req_add_reply_header(r, "WWW-Authenticate", v);
 }
 
 void
@@ -171,7 +206,7 @@ http_route_admit(struct xb_req *r, const char *method)
                         auth = xauth;
         }
         if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
-                xb_req_add_reply_header(r, "WWW-Authenticate", "Bearer");
+                challenge(r);
                 xb_reply_error(r, 401, "unauthorized",
                                "send the header `Authorization: Bearer <token>`; the token was printed when the server started",
                                auth ? "the bearer token is not valid" : "this endpoint needs a bearer token");
