@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "core/metrics.h"
 #include "proc/initc.h"
 #include "proc/outbuf.h"
 #include "proc/result.h"
@@ -47,14 +48,6 @@ struct xb_server_opts {
         bool pool_python;             /* pooled sandboxes start a warm Python session */
 };
 
-struct xb_metrics {
-        uint64_t sandboxes_created, sandboxes_deleted, sandboxes_expired, pool_hits, pool_misses;
-        uint64_t execs, execs_by_status[XB_ST_RUNNING + 1];
-        uint64_t http_errors_4xx, http_errors_5xx;
-        uint64_t exec_latency_buckets[12];   /* ms: 1,2,5,10,25,50,100,250,500,1000,5000,+Inf */
-        uint64_t exec_latency_sum_us, exec_latency_count;
-};
-
 struct xb_server {
         struct xb_server_opts o;
         struct xb_loop *loop;
@@ -68,6 +61,8 @@ struct xb_server {
         struct xb_timer pool_timer;
         char **tokens;
         size_t ntokens;
+        bool *token_admin;            /* per token (daemon/tokens.h) */
+        char **token_name;            /* per token, or NULL */
         int sigfd;
         struct xb_io sig_io;
         bool stopping;
@@ -96,6 +91,8 @@ struct xb_sbx {
         json_t *metadata;
         uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic */
         uint64_t created_unix_ms;                  /* for clients */
+        uint64_t start_t0_us;         /* create began, until init is ready (metrics) */
+        bool start_hit;               /* it came from the pool */
         struct xb_timer expiry;
         struct xb_io sock_io, pidfd_io;
         uint32_t next_tag;

@@ -245,6 +245,17 @@ xb_sbx_wait_end(struct xb_sbx *x)
                 x->nwaiting--;
 }
 
+/* Start latency: from the create call until init said it is ready, which
+ * for a warm sandbox has usually happened already. */
+static void
+start_timed(struct xb_sbx *x)
+{
+        if (!x->start_t0_us || x->state != XB_SBX_READY)
+                return;
+        xb_hist_observe(x->start_hit ? &x->srv->m.start_hit : &x->srv->m.start_miss, xb_mono_us() - x->start_t0_us);
+        x->start_t0_us = 0;
+}
+
 static void
 unregister(struct xb_sbx *x)
 {
@@ -260,8 +271,13 @@ unregister(struct xb_sbx *x)
                         s->npool--;
                 }
                 x->pooled = false;
-        } else if (tdelete(x, &s->by_id, by_id))
+        } else if (tdelete(x, &s->by_id, by_id)) {
+                struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, x->tenant);
+
                 s->nsandboxes--;
+                if (tm)
+                        tm->sandboxes--;
+        }
 }
 
 /* The kernel has reaped init: everything in the sandbox is gone. */
@@ -326,6 +342,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                 case XB_IEV_READY:
                         if (x->state == XB_SBX_STARTING)
                                 x->state = XB_SBX_READY;
+                        start_timed(x);
                         break;
                 case XB_IEV_SPAWNED:
                         if (!xb_session_on_spawned(x, ev.tag, ev.pid))
@@ -533,6 +550,8 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
 {
         struct xb_sbx *x = NULL;
+        struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, tenant);
+        uint64_t t0 = xb_mono_us();
 
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
@@ -542,9 +561,10 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
 
                 x = claim(s, l, &ignored);
         }
-        if (x)
+        if (x) {
                 s->m.pool_hits++;
-        else {
+                x->start_hit = true;
+        } else {
                 s->m.pool_misses++;
                 x = start(s, l, binds, nbinds, err);
                 if (!x)
@@ -568,6 +588,12 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
         }
         s->nsandboxes++;
         s->m.sandboxes_created++;
+        if (tm) {
+                tm->sandboxes++;
+                tm->sandboxes_created++;
+        }
+        x->start_t0_us = t0;
+        start_timed(x);
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         /* Refill a little later: a start costs a millisecond of the loop, and
          * the client's first exec is probably on its way now. */

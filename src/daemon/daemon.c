@@ -23,6 +23,7 @@
 #include "ops/catalog.h"
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
+#include "daemon/tokens.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
         xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
@@ -45,14 +46,17 @@ mkdir_p(const char *path, mode_t mode)
         return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-/* Tokens: --token-file (one per line, one tenant each), else EXECBOX_TOKEN,
- * else a random one kept 0600 in the state directory. */
+/* Tokens: --token-file (one per line, one tenant each; the format is in
+ * tokens.c), else EXECBOX_TOKEN, else a random one kept 0600 in the state
+ * directory. */
 static int
 load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
 {
         _cleanup_free_ char *text = NULL;
         const char *env = getenv("EXECBOX_TOKEN");
+        struct xb_tokens t = { 0 };
         char path[4096];
+        int r;
 
         *generated = false;
         if (s->o.no_auth)
@@ -85,20 +89,33 @@ load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
         }
         if (!text)
                 return xb_err_set(err, ENOMEM, "token");
-        for (char *save = NULL, *t = strtok_r(text, "\n\r\t ", &save); t; t = strtok_r(NULL, "\n\r\t ", &save)) {
-                char **v;
-
-                if (strlen(t) < 16)
-                        return xb_err_msg(err, EINVAL, "tokens must be at least 16 characters");
-                v = realloc(s->tokens, (s->ntokens + 2) * sizeof(char *));
-                if (!v)
-                        return xb_err_set(err, ENOMEM, "token");
-                s->tokens = v;
-                s->tokens[s->ntokens++] = strdup(t);
-                s->tokens[s->ntokens] = NULL;
-        }
+        r = xb_tokens_parse(text, &t, err);
+        s->tokens = t.token;
+        s->token_admin = t.admin;
+        s->token_name = t.name;
+        s->ntokens = t.n;
+        if (r < 0)
+                return r;
         if (!s->ntokens)
                 return xb_err_msg(err, EINVAL, "no token found; put one in the token file or EXECBOX_TOKEN");
+        return 0;
+}
+
+/* One set of counters per tenant, labelled by name or index. */
+static int
+tenant_metrics(struct xb_server *s)
+{
+        size_t n = s->ntokens ? s->ntokens : 1;
+
+        s->m.tenant = calloc(n, sizeof(*s->m.tenant));
+        if (!s->m.tenant)
+                return -ENOMEM;
+        s->m.ntenants = n;
+        for (size_t i = 0; i < n; i++)
+                if (i < s->ntokens && s->token_name[i])
+                        snprintf(s->m.tenant[i].name, sizeof(s->m.tenant[i].name), "%s", s->token_name[i]);
+                else
+                        snprintf(s->m.tenant[i].name, sizeof(s->m.tenant[i].name), "%zu", i);
         return 0;
 }
 
@@ -206,6 +223,10 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 xb_error("%s", err.msg);
                 goto fail;
         }
+        if (tenant_metrics(s) < 0) {
+                xb_error("out of memory");
+                goto fail;
+        }
         eo = (struct xb_engine_opts){ .cgroup_mode = s->o.cgroup_mode, .allow_mounts = s->o.allow_mounts,
                                       .nallow = s->o.nallow };
         if (xb_engine_open(&eo, &s->eng, &err) < 0) {
@@ -227,7 +248,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
-                .ntokens = s->ntokens, .app = s,
+                .ntokens = s->ntokens, .admin = s->token_admin, .app = s,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
@@ -285,9 +306,9 @@ xb_server_close(struct xb_server *s)
                 for (size_t i = 0; i < (s->ntokens ? s->ntokens : 1); i++)
                         free(s->default_sbx[i]);
         free(s->default_sbx);
-        for (size_t i = 0; i < s->ntokens; i++)
-                free(s->tokens[i]);
-        free(s->tokens);
+        xb_tokens_free(&(struct xb_tokens){ .token = s->tokens, .admin = s->token_admin, .name = s->token_name,
+                                            .n = s->ntokens });
+        free(s->m.tenant);
         free(s->rxbuf);
         free(s);
 }

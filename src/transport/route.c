@@ -164,6 +164,10 @@ http_route_admit(struct xb_req *r, const char *method)
         }
         auth = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Authorization");
         if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
+                if (auth)
+                        h->auth_invalid++;
+                else
+                        h->auth_missing++;
                 xb_req_add_reply_header(r, "WWW-Authenticate", "Bearer");
                 xb_reply_error(r, 401, "unauthorized",
                                "send the header `Authorization: Bearer <token>`; the token was printed when the server started",
