@@ -51,7 +51,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration cli-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check unit integration cli-test metrics-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -184,6 +184,11 @@ cli-test: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_cli_conventions.py
 
+# GET /metrics: names, units, views by token, and `promtool check metrics`.
+metrics-test: $(EXECBOX) $(PROBE)
+	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) XB_REQUIRE_PROMTOOL=1 \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_metrics.py
+
 # The session drivers (src/drivers) spoken to directly, without a sandbox.
 drivers-test:
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/drivers
@@ -225,6 +230,7 @@ check: deps
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
 	$(MAKE) integration
+	$(MAKE) metrics-test
 	$(MAKE) mcp-test
 	$(MAKE) drivers-test
 	$(MAKE) clients-test

@@ -16,6 +16,7 @@ PKGS=(
   r-cran-irkernel                       # a Jupyter kernel that is not Python (tests)
   debhelper lintian                     # make deb, and its test (tests/packaging)
   man-db mandoc bash-completion systemd # man pages, completion and unit checks
+  prometheus                            # promtool check metrics (tests/integration/test_metrics.py)
 )
 
 missing=()

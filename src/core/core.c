@@ -71,6 +71,7 @@ xb_core_close(struct xb_core *c)
                 xb_timer_stop(&t);
         }
         xb_engine_close(c->eng);
+        free(c->m.tenant);
         free(c->rxbuf);
         free(c);
 }

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "core/metrics.h"
 #include "proc/initc.h"
 #include "proc/outbuf.h"
 #include "proc/result.h"
@@ -39,14 +40,6 @@ struct xb_core_opts {
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
         size_t upload_max;            /* file contents an operation carries in JSON */
-};
-
-struct xb_metrics {
-        uint64_t sandboxes_created, sandboxes_deleted, sandboxes_expired, pool_hits, pool_misses;
-        uint64_t execs, execs_by_status[XB_ST_RUNNING + 1];
-        uint64_t http_errors_4xx, http_errors_5xx;
-        uint64_t exec_latency_buckets[12];   /* ms: 1,2,5,10,25,50,100,250,500,1000,5000,+Inf */
-        uint64_t exec_latency_sum_us, exec_latency_count;
 };
 
 struct xb_core {
@@ -103,6 +96,8 @@ struct xb_sbx {
         json_t *metadata;
         uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic */
         uint64_t created_unix_ms;                  /* for clients */
+        uint64_t start_t0_us;         /* create began, until init is ready (metrics) */
+        bool start_hit;               /* it came from the pool */
         struct xb_timer expiry;
         struct xb_io sock_io, pidfd_io;
         uint32_t next_tag;

@@ -111,6 +111,8 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
 {
         struct xb_sbx *x = NULL;
+        struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, tenant);
+        uint64_t t0 = xb_mono_us();
 
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
@@ -120,9 +122,10 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
 
                 x = claim(s, l, &ignored);
         }
-        if (x)
+        if (x) {
                 s->m.pool_hits++;
-        else {
+                x->start_hit = true;
+        } else {
                 s->m.pool_misses++;
                 x = xb__sbx_start(s, l, binds, nbinds, err);
                 if (!x)
@@ -145,6 +148,12 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
                 return create_error(err);
         }
         s->m.sandboxes_created++;
+        if (tm) {
+                tm->sandboxes++;
+                tm->sandboxes_created++;
+        }
+        x->start_t0_us = t0;
+        xb__sbx_start_timed(x);
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         /* Refill a little later: a start costs a millisecond of the loop, and
          * the client's first exec is probably on its way now. */

@@ -237,25 +237,13 @@ on_drain(struct xb_timer *t)
 }
 
 static void
-record_latency(struct xb_core *s, uint64_t ms)
-{
-        static const uint64_t bounds[] = { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000 };
-        size_t i = 0;
-
-        while (i < sizeof(bounds) / sizeof(bounds[0]) && ms > bounds[i])
-                i++;
-        s->m.exec_latency_buckets[i]++;
-        s->m.exec_latency_count++;
-        s->m.exec_latency_sum_us += ms * 1000;
-}
-
-static void
 finish(struct xb_proc *p)
 {
         struct xb_core *s = p->sbx->core;
         struct xb_result *res = &p->result;
         struct xb_verdict_in v = { 0 };
         struct xb_cgroup_stats st = { 0 };
+        struct xb_tenant_metrics *tm;
 
         if (p->finished)
                 return;
@@ -287,7 +275,9 @@ finish(struct xb_proc *p)
         res->status = xb_verdict(&v);
         s->m.execs++;
         s->m.execs_by_status[res->status]++;
-        record_latency(s, res->wall_ms);
+        xb_hist_observe(&s->m.exec_duration, res->wall_ms * 1000);
+        if ((tm = xb_metrics_tenant(&s->m, p->sbx->tenant)))
+                tm->execs_by_status[res->status]++;
 
         proc_answer_finished(p);
         /* An exec answered in full has nothing left to read: forget it. */

@@ -248,6 +248,17 @@ xb_sbx_wait_end(struct xb_sbx *x)
                 x->nwaiting--;
 }
 
+/* Start latency: from the create call until init said it is ready, which
+ * for a warm sandbox has usually happened already. */
+void
+xb__sbx_start_timed(struct xb_sbx *x)
+{
+        if (!x->start_t0_us || x->state != XB_SBX_READY)
+                return;
+        xb_hist_observe(x->start_hit ? &x->core->m.start_hit : &x->core->m.start_miss, xb_mono_us() - x->start_t0_us);
+        x->start_t0_us = 0;
+}
+
 static void
 unregister(struct xb_sbx *x)
 {
@@ -263,8 +274,13 @@ unregister(struct xb_sbx *x)
                         s->npool--;
                 }
                 x->pooled = false;
-        } else if (tdelete(x, &s->by_id, by_id))
+        } else if (tdelete(x, &s->by_id, by_id)) {
+                struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, x->tenant);
+
                 s->nsandboxes--;
+                if (tm)
+                        tm->sandboxes--;
+        }
 }
 
 /* The kernel has reaped init: everything in the sandbox is gone. */
@@ -329,6 +345,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                 case XB_IEV_READY:
                         if (x->state == XB_SBX_STARTING)
                                 x->state = XB_SBX_READY;
+                        xb__sbx_start_timed(x);
                         break;
                 case XB_IEV_SPAWNED:
                 case XB_IEV_EXITED:

@@ -9,3 +9,5 @@ struct xb_sbx *xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const
                              size_t nbinds, struct xb_err *err);
 /* Enter x in the registry by id; -ENOMEM. */
 int xb__sbx_register(struct xb_sbx *x);
+/* The start latency, once x is both created and ready (metrics). */
+void xb__sbx_start_timed(struct xb_sbx *x);

@@ -23,6 +23,7 @@
 #include "ops/catalog.h"
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
+#include "daemon/tokens.h"
 
 /* Piston's and Judge0's APIs (src/judge): not execbox's own, so not in
  * its OpenAPI document; their routes carry the engine as their data. */
@@ -45,14 +46,17 @@ mkdir_p(const char *path, mode_t mode)
         return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
 }
 
-/* Tokens: --token-file (one per line, one tenant each), else EXECBOX_TOKEN,
- * else a random one kept 0600 in the state directory. */
+/* Tokens: --token-file (one per line, one tenant each; the format is in
+ * tokens.c), else EXECBOX_TOKEN, else a random one kept 0600 in the state
+ * directory. */
 static int
 load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
 {
         _cleanup_free_ char *text = NULL;
         const char *env = getenv("EXECBOX_TOKEN");
+        struct xb_tokens t = { 0 };
         char path[4096];
+        int r;
 
         *generated = false;
         if (s->o.no_auth)
@@ -85,20 +89,33 @@ load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
         }
         if (!text)
                 return xb_err_set(err, ENOMEM, "token");
-        for (char *save = NULL, *t = strtok_r(text, "\n\r\t ", &save); t; t = strtok_r(NULL, "\n\r\t ", &save)) {
-                char **v;
-
-                if (strlen(t) < 16)
-                        return xb_err_msg(err, EINVAL, "tokens must be at least 16 characters");
-                v = realloc(s->tokens, (s->ntokens + 2) * sizeof(char *));
-                if (!v)
-                        return xb_err_set(err, ENOMEM, "token");
-                s->tokens = v;
-                s->tokens[s->ntokens++] = strdup(t);
-                s->tokens[s->ntokens] = NULL;
-        }
+        r = xb_tokens_parse(text, &t, err);
+        s->tokens = t.token;
+        s->token_admin = t.admin;
+        s->token_name = t.name;
+        s->ntokens = t.n;
+        if (r < 0)
+                return r;
         if (!s->ntokens)
                 return xb_err_msg(err, EINVAL, "no token found; put one in the token file or EXECBOX_TOKEN");
+        return 0;
+}
+
+/* One set of counters per tenant, labelled by name or index. */
+static int
+tenant_metrics(struct xb_server *s)
+{
+        size_t n = s->ntokens ? s->ntokens : 1;
+
+        s->core->m.tenant = calloc(n, sizeof(*s->core->m.tenant));
+        if (!s->core->m.tenant)
+                return -ENOMEM;
+        s->core->m.ntenants = n;
+        for (size_t i = 0; i < n; i++)
+                if (i < s->ntokens && s->token_name[i])
+                        snprintf(s->core->m.tenant[i].name, sizeof(s->core->m.tenant[i].name), "%s", s->token_name[i]);
+                else
+                        snprintf(s->core->m.tenant[i].name, sizeof(s->core->m.tenant[i].name), "%zu", i);
         return 0;
 }
 
@@ -200,6 +217,10 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 xb_error("%s", err.msg);
                 goto fail;
         }
+        if (tenant_metrics(s) < 0) {
+                xb_error("out of memory");
+                goto fail;
+        }
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -228,7 +249,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
                 .ntokens = s->ntokens, .allowed_hosts = s->o.mcp_hosts, .nallowed_hosts = s->o.nmcp_hosts,
-                .app = &s->rest,
+                .admin = s->token_admin, .app = &s->rest,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
@@ -273,9 +294,8 @@ xb_server_close(struct xb_server *s)
                 close(s->sigfd);
         xb_loop_free(s->loop);
         xb_rest_clear(&s->rest);
-        for (size_t i = 0; i < s->ntokens; i++)
-                free(s->tokens[i]);
-        free(s->tokens);
+        xb_tokens_free(&(struct xb_tokens){ .token = s->tokens, .admin = s->token_admin, .name = s->token_name,
+                                            .n = s->ntokens });
         free(s);
 }
 

@@ -41,6 +41,8 @@ struct xb_server {
         struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
         char **tokens;
         size_t ntokens;
+        bool *token_admin;            /* per token (daemon/tokens.h) */
+        char **token_name;            /* per token, or NULL */
         int sigfd;
         struct xb_io sig_io;
         bool stopping;

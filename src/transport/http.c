@@ -403,7 +403,8 @@ int
 xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_route *routes, size_t nroutes,
               struct xb_http **ret, struct xb_err *err)
 {
-        struct xb_http *h = calloc(1, sizeof(*h));
+        /* The reply counters follow the struct: one free(h) frees both. */
+        struct xb_http *h = calloc(1, sizeof(*h) + (nroutes + 1) * sizeof(*h->counts));
         const union MHD_DaemonInfo *di;
         int r;
 
@@ -414,6 +415,7 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
         h->routes = routes;
         h->nroutes = nroutes;
         h->listen_fd = -1;
+        h->counts = (void *)(h + 1);
         if (!o->listen) {
                 free(h);
                 return xb_err_msg(err, EINVAL, "the HTTP front needs an address to listen on");

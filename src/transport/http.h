@@ -54,6 +54,7 @@ struct xb_http_opts {
         /* Host and Origin names /mcp accepts besides loopback (a proxy's). */
         const char *const *allowed_hosts;
         size_t nallowed_hosts;
+        const bool *admin;           /* per token: may see the server's global figures */
         void *app;
 };
 
@@ -86,6 +87,8 @@ const char *xb_req_body(const struct xb_req *r, size_t *len);
 const char *xb_req_base_url(const struct xb_req *r, char *buf, size_t cap);
 /* Which token authenticated the request (index into opts.tokens), -1 if none. */
 int xb_req_tenant(const struct xb_req *r);
+/* The request may see global figures: an admin token, or no auth at all. */
+bool xb_req_admin(const struct xb_req *r);
 bool xb_req_accepts(const struct xb_req *r, const char *mime);
 /* Per-request slot for the handler's own state across phases. */
 void xb_req_set_data(struct xb_req *r, void *data);
@@ -116,6 +119,17 @@ void xb_req_set_sink(struct xb_req *r, int fd);
 /* Bytes written to the sink so far, and its error (0 if none). */
 uint64_t xb_req_sink_bytes(const struct xb_req *r);
 int xb_req_sink_error(const struct xb_req *r);
+
+/* Counters (stats.c). Replies by route and status: fn gets the route's
+ * method and pattern ("other" and "unmatched" for requests no route took)
+ * and how many replies had that status (0: the statuses past the few
+ * kept per route). The set is bounded by the route table: raw paths are
+ * never kept. */
+typedef void (*xb_http_count_fn)(void *data, const char *method, const char *pattern, unsigned status,
+                                 uint64_t n);
+void xb_http_foreach_count(const struct xb_http *h, xb_http_count_fn fn, void *data);
+/* Requests refused for want of a token, and for a wrong one. */
+void xb_http_auth_failures(const struct xb_http *h, uint64_t *missing, uint64_t *invalid);
 
 /* Streamed replies (text/event-stream and the like). */
 struct xb_stream *xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype,

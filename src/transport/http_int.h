@@ -16,6 +16,12 @@
 
 #define MAX_PARAMS 4
 #define MAX_REPLY_HEADERS 8
+#define COUNT_SLOTS 12                /* statuses counted per route */
+
+struct http_count {
+        unsigned status;
+        uint64_t n;
+};
 
 struct xb_http {
         struct xb_loop *loop;
@@ -31,6 +37,8 @@ struct xb_http {
         char url[300];
         char unix_path[108];
         bool loopback;                /* the bound address is loopback (or a unix socket) */
+        struct http_count (*counts)[COUNT_SLOTS];   /* per route, then one for unmatched requests */
+        uint64_t auth_missing, auth_invalid;
 };
 
 struct xb_req {
@@ -97,6 +105,10 @@ void http_route_find(struct xb_req *r, const char *method);
 bool http_route_admit(struct xb_req *r, const char *method);
 /* MHD's MHD_OPTION_UNESCAPE_CALLBACK. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* stats.c */
+/* Count r's reply (its route's template and status). */
+void http_count_reply(struct xb_req *r, unsigned status);
 
 /* reply.c */
 /* Send resp (consumed) as r's one reply, with r's extra headers. */

@@ -33,6 +33,7 @@ http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp)
         }
         r->replied = true;
         r->on_gone = NULL;
+        http_count_reply(r, status);
         for (int i = 0; i < r->nhdr; i++)
                 MHD(add_response_header)(resp, r->hdr_name[i], r->hdr_value[i]);
         MHD(queue_response)(r->conn, status, resp);

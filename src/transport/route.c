@@ -206,6 +206,10 @@ http_route_admit(struct xb_req *r, const char *method)
                         auth = xauth;
         }
         if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
+                if (auth)
+                        h->auth_invalid++;
+                else
+                        h->auth_missing++;
                 challenge(r);
                 xb_reply_error(r, 401, "unauthorized",
                                "send the header `Authorization: Bearer <token>`; the token was printed when the server started",

@@ -382,7 +382,8 @@ def expect_error(r: requests.Response, status: int, code: str | None = None) -> 
     return err
 
 
-_PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$')
+# Label values are quoted and may hold braces (route templates do).
+_PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^}"]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)$')
 
 
 def parse_prometheus(text: str) -> dict[str, float]:

@@ -225,7 +225,7 @@ def test_metrics_is_prometheus_text(server_factory):
     types = m["__types__"]
     assert types["execbox_sandboxes"] == "gauge"
     assert types["execbox_execs_total"] == "counter"
-    assert types["execbox_exec_duration_ms"] == "histogram"
+    assert types["execbox_exec_duration_seconds"] == "histogram"
     assert m["execbox_sandboxes"] == 0
     a = srv.create()["id"]
     b = srv.create()["id"]
@@ -246,16 +246,16 @@ def test_metrics_is_prometheus_text(server_factory):
     assert count(after, "timeout") == count(before, "timeout") + 1
     assert count(after, "output_limit") == count(before, "output_limit") + 1
     # The histogram: cumulative, ends at +Inf == _count, and _sum grew.
-    buckets = [(k, v) for k, v in after.items() if k.startswith("execbox_exec_duration_ms_bucket")]
+    buckets = [(k, v) for k, v in after.items() if k.startswith("execbox_exec_duration_seconds_bucket")]
     les = [k.split('le="')[1].rstrip('"}') for k, _ in buckets]
     assert les[-1] == "+Inf" and len(les) >= 5
     vals = [v for _, v in buckets]
     assert vals == sorted(vals), f"histogram buckets are not cumulative: {buckets}"
-    assert vals[-1] == after["execbox_exec_duration_ms_count"]
-    assert after["execbox_exec_duration_ms_count"] == before["execbox_exec_duration_ms_count"] + 5
-    assert after["execbox_exec_duration_ms_sum"] >= before["execbox_exec_duration_ms_sum"] + 150   # the 0.2 s timeout
-    le_100 = after['execbox_exec_duration_ms_bucket{le="100"}'] - before['execbox_exec_duration_ms_bucket{le="100"}']
-    le_500 = after['execbox_exec_duration_ms_bucket{le="500"}'] - before['execbox_exec_duration_ms_bucket{le="500"}']
+    assert vals[-1] == after["execbox_exec_duration_seconds_count"]
+    assert after["execbox_exec_duration_seconds_count"] == before["execbox_exec_duration_seconds_count"] + 5
+    assert after["execbox_exec_duration_seconds_sum"] >= before["execbox_exec_duration_seconds_sum"] + 0.15   # the 0.2 s timeout
+    le_100 = after['execbox_exec_duration_seconds_bucket{le="0.1"}'] - before['execbox_exec_duration_seconds_bucket{le="0.1"}']
+    le_500 = after['execbox_exec_duration_seconds_bucket{le="0.5"}'] - before['execbox_exec_duration_seconds_bucket{le="0.5"}']
     assert le_100 == 4 and le_500 == 5, (le_100, le_500)
     srv.remove(a)
     m = srv.metrics()

@@ -1,0 +1,163 @@
+/* GET /metrics in the Prometheus text format (version 0.0.4): base units,
+ * counters ending in _total, histograms from 1 ms to 300 s, and the
+ * standard process_* figures. An admin (or a server without auth) sees
+ * the server; a tenant sees only its own sandboxes and commands, under the
+ * same names, and no other tenant's labels. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/procself.h"
+#include "rest/rest.h"
+#include "rest/metrics.h"
+
+static void
+family(struct xb_buf *b, const char *name, const char *type, const char *help)
+{
+        xb_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+counter(struct xb_buf *b, const char *name, const char *help, uint64_t v)
+{
+        family(b, name, "counter", help);
+        xb_buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void
+gauge(struct xb_buf *b, const char *name, const char *help, double v)
+{
+        family(b, name, "gauge", help);
+        xb_buf_printf(b, "%s %.17g\n", name, v);
+}
+
+/* One series of a histogram family; labels is "" or `k="v",`. */
+static void
+hist(struct xb_buf *b, const char *name, const char *labels, const struct xb_hist *h)
+{
+        uint64_t cum = 0;
+
+        for (size_t i = 0; i <= XB_HIST_NB; i++) {
+                cum += h->bucket[i];
+                xb_buf_printf(b, "%s_bucket{%sle=\"%s\"} %llu\n", name, labels,
+                              i < XB_HIST_NB ? xb_hist_bound_le[i] : "+Inf", (unsigned long long)cum);
+        }
+        if (labels[0])
+                xb_buf_printf(b, "%s_sum{%.*s} %.6f\n%s_count{%.*s} %llu\n", name, (int)strlen(labels) - 1, labels,
+                              h->sum_us / 1e6, name, (int)strlen(labels) - 1, labels, (unsigned long long)h->count);
+        else
+                xb_buf_printf(b, "%s_sum %.6f\n%s_count %llu\n", name, h->sum_us / 1e6, name,
+                              (unsigned long long)h->count);
+}
+
+static void
+execs(struct xb_buf *b, const char *name, const char *tenant, const uint64_t *by_status)
+{
+        for (int st = XB_ST_OK; st <= XB_ST_KILLED; st++)
+                xb_buf_printf(b, "%s{%s%s%sstatus=\"%s\"} %llu\n", name, tenant ? "tenant=\"" : "", tenant ? tenant : "",
+                              tenant ? "\"," : "", xb_status_name(st), (unsigned long long)by_status[st]);
+}
+
+/* The per-tenant families: every tenant for an admin (tm == NULL), else one. */
+static void
+tenants(struct xb_buf *b, const struct xb_metrics *m, const struct xb_tenant_metrics *only)
+{
+        size_t n = only ? 1 : m->ntenants;
+        const struct xb_tenant_metrics *t = only ? only : m->tenant;
+
+        family(b, "execbox_tenant_sandboxes", "gauge", "Sandboxes alive now, by tenant.");
+        for (size_t i = 0; i < n; i++)
+                xb_buf_printf(b, "execbox_tenant_sandboxes{tenant=\"%s\"} %llu\n", t[i].name,
+                              (unsigned long long)t[i].sandboxes);
+        family(b, "execbox_tenant_sandboxes_created_total", "counter", "Sandboxes created, by tenant.");
+        for (size_t i = 0; i < n; i++)
+                xb_buf_printf(b, "execbox_tenant_sandboxes_created_total{tenant=\"%s\"} %llu\n", t[i].name,
+                              (unsigned long long)t[i].sandboxes_created);
+        family(b, "execbox_tenant_execs_total", "counter", "Commands finished, by tenant and verdict.");
+        for (size_t i = 0; i < n; i++)
+                execs(b, "execbox_tenant_execs_total", t[i].name, t[i].execs_by_status);
+}
+
+static void
+one_request_count(void *data, const char *method, const char *pattern, unsigned status, uint64_t n)
+{
+        char code[16];
+
+        snprintf(code, sizeof(code), status ? "%u" : "other", status);
+        xb_buf_printf(data, "execbox_http_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n", method,
+                      pattern, code, (unsigned long long)n);
+}
+
+static void
+process(struct xb_buf *b)
+{
+        struct xb_procself p;
+
+        if (xb_procself_read(&p) < 0)
+                return;
+        family(b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+        xb_buf_printf(b, "process_cpu_seconds_total %.2f\n", p.cpu_seconds);
+        gauge(b, "process_resident_memory_bytes", "Resident memory size in bytes.", (double)p.rss_bytes);
+        gauge(b, "process_virtual_memory_bytes", "Virtual memory size in bytes.", (double)p.vsize_bytes);
+        gauge(b, "process_open_fds", "Number of open file descriptors.", (double)p.open_fds);
+        gauge(b, "process_max_fds", "Maximum number of open file descriptors.", (double)p.max_fds);
+        gauge(b, "process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+              p.start_time_seconds);
+}
+
+/* The exposition for tenant (admin: every figure). Fills b. */
+static void
+render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
+{
+        struct xb_core *s = rs->core;
+        const struct xb_metrics *m = &s->m;
+        const struct xb_tenant_metrics *tm = admin ? NULL : xb_metrics_tenant(&s->m, tenant);
+        uint64_t missing, invalid;
+
+        if (!admin && !tm)
+                return;
+        gauge(b, "execbox_sandboxes", "Sandboxes alive now.", (double)(tm ? tm->sandboxes : s->nsandboxes));
+        counter(b, "execbox_sandboxes_created_total", "Sandboxes created.",
+                tm ? tm->sandboxes_created : m->sandboxes_created);
+        family(b, "execbox_execs_total", "counter", "Commands finished, by verdict.");
+        execs(b, "execbox_execs_total", NULL, tm ? tm->execs_by_status : m->execs_by_status);
+        tenants(b, m, tm);
+        if (tm)
+                return;
+        gauge(b, "execbox_pool_ready", "Warm sandboxes waiting to be claimed.", s->npool);
+        counter(b, "execbox_sandboxes_deleted_total", "Sandboxes deleted or expired.", m->sandboxes_deleted);
+        counter(b, "execbox_sandboxes_expired_total", "Sandboxes reclaimed at the end of their time to live.",
+                m->sandboxes_expired);
+        family(b, "execbox_pool_claims_total", "counter", "Sandbox creations served by the warm pool, or not.");
+        xb_buf_printf(b, "execbox_pool_claims_total{result=\"hit\"} %llu\nexecbox_pool_claims_total{result=\"miss\"} %llu\n",
+                      (unsigned long long)m->pool_hits, (unsigned long long)m->pool_misses);
+        family(b, "execbox_sandbox_start_duration_seconds", "histogram",
+               "Time from a create request until the sandbox's init is ready, by warm pool hit or miss.");
+        hist(b, "execbox_sandbox_start_duration_seconds", "pool=\"hit\",", &m->start_hit);
+        hist(b, "execbox_sandbox_start_duration_seconds", "pool=\"miss\",", &m->start_miss);
+        family(b, "execbox_exec_duration_seconds", "histogram", "Wall time of commands.");
+        hist(b, "execbox_exec_duration_seconds", "", &m->exec_duration);
+        if (rs->http) {
+                family(b, "execbox_http_requests_total", "counter", "HTTP replies by route template and status.");
+                xb_http_foreach_count(rs->http, one_request_count, b);
+                xb_http_auth_failures(rs->http, &missing, &invalid);
+                family(b, "execbox_auth_failures_total", "counter", "Requests refused for a missing or wrong token.");
+                xb_buf_printf(b, "execbox_auth_failures_total{reason=\"missing\"} %llu\n"
+                                 "execbox_auth_failures_total{reason=\"invalid\"} %llu\n",
+                              (unsigned long long)missing, (unsigned long long)invalid);
+        }
+        gauge(b, "execbox_uptime_seconds", "Seconds since the server started.",
+              (double)((xb_now_ms() - s->started_ms) / 1000));
+        process(b);
+}
+
+void
+xb_rest_metrics(struct xb_req *r)
+{
+        struct xb_buf b = { .max = 1 << 20 };
+
+        render(&b, xb_rest_of(r), xb_req_admin(r), xb_req_tenant(r));
+        xb_reply_bytes(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
+        xb_buf_free(&b);
+}
