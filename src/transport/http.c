@@ -131,12 +131,10 @@ xb_req_tenant(const struct xb_req *r)
         return r->tenant;
 }
 
-bool
-xb_req_accepts(const struct xb_req *r, const char *mime)
+const char *
+xb_req_public_url(const struct xb_req *r)
 {
-        const char *a = xb_req_header(r, "Accept");
-
-        return a && strcasestr(a, mime);
+        return r->http->o.public_url;
 }
 
 void
@@ -273,6 +271,8 @@ http_req_free(struct xb_req *r)
         http_watch_stop(r);
         if (r->stream)
                 r->stream->req = NULL;
+        if (r->held)
+                MHD(destroy_response)(r->held);
         free(r->path);
         free(r->scratch);
         xb_buf_free(&r->body);
@@ -304,6 +304,26 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
         xb_loop_defer(r->http->loop, &r->free_defer, (xb_defer_cb)http_req_free, r);
 }
 
+/* Will a body follow the headers that an early reply can wait for? Not
+ * with Expect: 100-continue (the client waits for our answer and sends
+ * nothing after an error), nor past DRAIN_MAX (then the reply goes at once
+ * and the connection closes). */
+static bool
+body_follows(const struct xb_req *r)
+{
+        const char *clen = xb_req_header(r, "Content-Length"), *te = xb_req_header(r, "Transfer-Encoding");
+        const char *expect = xb_req_header(r, "Expect");
+
+        if (expect && strcasestr(expect, "100-continue"))
+                return false;
+        if (clen) {
+                unsigned long long n = strtoull(clen, NULL, 10);
+
+                return n > 0 && n <= DRAIN_MAX;
+        }
+        return te && strcasestr(te, "chunked");
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
            const char *upload, size_t *upload_size, void **con_cls)
@@ -330,6 +350,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 snprintf(r->method, sizeof(r->method), "%s", method);
                 if (!r->path || !r->scratch)
                         return MHD_NO;
+                r->may_hold = body_follows(r);
                 if (!http_route_admit(r, method))
                         return MHD_YES;
                 if (r->route->flags & XB_ROUTE_SINK) {
@@ -345,6 +366,19 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 r->begin_replay = false;
                 return MHD_YES;
         }
+        if (r->held) {
+                /* An early reply waits for the body, read and dropped: a client
+                 * still sending would get a reset, not the error. */
+                if (*upload_size) {
+                        r->drained += *upload_size;
+                        *upload_size = 0;
+                        return r->drained > DRAIN_MAX ? MHD_NO : MHD_YES;
+                }
+                http_queue_held(r);
+                return MHD_YES;
+        }
+        if (!*upload_size)
+                r->may_hold = false;   /* the body is all in: replies go at once */
         if (r->replied) {
                 *upload_size = 0;   /* an early reply: drop the rest of the body */
                 return MHD_YES;

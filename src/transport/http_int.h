@@ -15,7 +15,10 @@
 #include "transport/mhd.h"
 
 #define MAX_PARAMS 4
-#define MAX_REPLY_HEADERS 8
+#define MAX_REPLY_HEADERS 12
+/* A body sent with a request refused at its headers is read and dropped up
+ * to this much, so the client reads the error instead of a reset. */
+#define DRAIN_MAX ((16u << 20) + (256u << 10))
 
 struct xb_http {
         struct xb_loop *loop;
@@ -47,6 +50,10 @@ struct xb_req {
         int tenant;
         bool suspended, replied, dispatched, complete;
         bool too_large;               /* the body passed body_max: 413 at the end */
+        bool may_hold;                /* a body follows, no Expect: 100-continue, within DRAIN_MAX */
+        struct MHD_Response *held;    /* an early reply, queued once the body is drained */
+        unsigned held_status;
+        uint64_t drained;
         struct xb_req *susp_next, **susp_pprev;   /* in http->suspended while MHD holds it suspended */
         void *data;
         /* deferred replies */
@@ -101,4 +108,6 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 /* reply.c */
 /* Send resp (consumed) as r's one reply, with r's extra headers. */
 void http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp);
+/* Queue the early reply held while the body drained. */
+void http_queue_held(struct xb_req *r);
 
