@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -22,6 +23,7 @@
 enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+        O_ORIGIN, O_PUBLIC_URL,
 };
 
 static const struct {
@@ -45,6 +47,8 @@ static const struct {
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
+        { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE },
+        { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
@@ -66,6 +70,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->body_max = 16u << 20;
         o->upload_max = 1u << 30;
         o->allow_mounts = a->allow;
+        o->allow_origins = a->origins;
         xb_limits_default(&o->defaults);
         o->defaults.wall_ms = 0;
         if (cmd == XB_CMD_SERVE) {
@@ -130,6 +135,23 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         a->allow[o->nallow++] = arg;
                 break;
         case O_GUIDE: o->require_guide = true; break;
+        case O_ORIGIN:
+                /* Browsers send an Origin as scheme://host[:port], no path. */
+                if (o->nallow_origins == ARRAY_SIZE(a->origins))
+                        r = xb_err_msg(err, E2BIG, "too many --allow-origin options");
+                else if ((strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) ||
+                         strchr(strstr(arg, "//") + 2, '/'))
+                        r = xb_err_msg(err, EINVAL, "write an origin as a browser sends it, e.g. "
+                                       "https://chat.example.com or http://localhost:3000 (no path)");
+                else
+                        a->origins[o->nallow_origins++] = arg;
+                break;
+        case O_PUBLIC_URL:
+                if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+                        r = xb_err_msg(err, EINVAL, "write the URL clients reach the server at, e.g. "
+                                       "https://execbox.example.com");
+                o->public_url = arg;
+                break;
         case O_FIXTURES:
                 if (!xb_mcp_has_plugin(XB_FIXTURES_PLUGIN))
                         r = xb_err_msg(err, ENOTSUP, "this binary has no MCP conformance fixtures; they are only in "

@@ -13,6 +13,7 @@ enum xb_server_cmd {
 struct xb_server_args {
         struct xb_server_opts o;      /* o.allow_mounts points into allow */
         const char *allow[64];
+        const char *origins[32];      /* o.allow_origins points here */
         const char *server, *token;   /* execbox mcp --server URL --token TOKEN */
 };
 

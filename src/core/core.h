@@ -45,6 +45,9 @@ struct xb_server_opts {
         enum xb_cgroup_mode cgroup_mode;
         bool quiet;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
+        const char *const *allow_origins;   /* --allow-origin: CORS for browsers on these */
+        size_t nallow_origins;
+        const char *public_url;       /* --public-url: absolute, signed image links */
 };
 
 struct xb_metrics {

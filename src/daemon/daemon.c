@@ -227,7 +227,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
-                .ntokens = s->ntokens, .app = s,
+                .ntokens = s->ntokens, .allow_origins = s->o.allow_origins,
+                .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = s,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
