@@ -230,19 +230,16 @@ get_image_signed(struct xb_req *r, const char *exp_s, const char *sig)
         serve_image(r, x, name);
 }
 
-/* Public at the router, for signed links; without one, the token is needed. */
+/* The token, or (XB_ROUTE_SIGNED: the router let it in without one) a
+ * signed link. */
 static void
 get_image(struct xb_req *r)
 {
         const char *exp = xb_req_query(r, "exp", NULL), *sig = xb_req_query(r, "sig", NULL);
         struct xb_sbx *x;
 
-        if (xb_req_tenant(r) < 0 && (exp || sig)) {
-                get_image_signed(r, exp ? exp : "", sig);
-                return;
-        }
         if (xb_req_tenant(r) < 0) {
-                xb_reply_unauthorized(r);
+                get_image_signed(r, exp ? exp : "", sig);
                 return;
         }
         if ((x = xb_api_sandbox(r)))
@@ -456,7 +453,7 @@ const struct xb_route xb_api_routes_sessions[] = {
         { "POST", "/v1/sandboxes/{}/sessions/{}/restart", xb_rest_op_handler, 0, &restart_route },
         { "POST", "/v1/sandboxes/{}/sessions/{}/input", xb_rest_op_handler, 0, &input_route },
         { "GET", "/v1/sandboxes/{}/sessions/{}/variables/{}", xb_rest_op_handler, 0, &variable_route },
-        { "GET", "/v1/sandboxes/{}/images/{}", get_image, XB_ROUTE_PUBLIC, NULL },
+        { "GET", "/v1/sandboxes/{}/images/{}", get_image, XB_ROUTE_SIGNED, NULL },
         { "POST", "/api/run_cell", dm_run_cell, 0, NULL },
         { "GET", "/api/variable/{}", dm_variable, 0, NULL },
         { "GET", "/images/{}", dm_image, 0, NULL },

@@ -258,6 +258,61 @@ xb_req_sink_error(const struct xb_req *r)
         return r->sink_err;
 }
 
+/* ---- early replies held for the body ---- */
+
+#define HOLD_WAIT_MS 300
+
+static void
+hold_decided(struct xb_req *r, int how)
+{
+        xb_timer_stop(&r->hold_timer);
+        http_watch_stop(r);
+        r->hold = how;
+        if (r->suspended) {
+                r->hold_replay = true;
+                http_conn_resume(r);
+                http_mark_run(r->http);
+        }
+}
+
+static void
+on_hold_data(struct xb_io *io, uint32_t events)
+{
+        hold_decided(io->data, (events & EPOLLIN) ? HOLD_DRAIN : HOLD_NOW);
+}
+
+static void
+on_hold_timeout(struct xb_timer *t)
+{
+        hold_decided(t->data, HOLD_NOW);
+}
+
+void
+http_hold(struct xb_req *r)
+{
+        const union MHD_ConnectionInfo *ci = MHD(get_connection_info)(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        char c;
+
+        http_watch_stop(r);
+        if (ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+                r->hold = HOLD_DRAIN;   /* the body is on its way */
+                xb_req_resume(r);
+                return;
+        }
+        if (!ci) {
+                r->hold = HOLD_DRAIN;
+                xb_req_resume(r);
+                return;
+        }
+        /* Wait a moment, parked: libmicrohttpd can still send the reply at
+         * once when resumed, before it reads any body. */
+        r->hold = HOLD_WAIT;
+        if (!r->suspended)
+                http_conn_suspend(r);
+        xb_io_start(r->http->loop, &r->watch, ci->connect_fd, EPOLLIN | EPOLLRDHUP, on_hold_data, r);
+        xb_timer_start(r->http->loop, &r->hold_timer, HOLD_WAIT_MS, on_hold_timeout, r);
+}
+
 /* ---- the request life cycle ---- */
 
 void
@@ -269,6 +324,7 @@ http_req_free(struct xb_req *r)
                         r->susp_next->susp_pprev = r->susp_pprev;
         }
         http_watch_stop(r);
+        xb_timer_stop(&r->hold_timer);
         if (r->stream)
                 r->stream->req = NULL;
         if (r->held)
@@ -360,6 +416,14 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                          * empty upload, once resumed: that call is not the body's end. */
                         r->begin_replay = r->suspended;
                 }
+                return MHD_YES;
+        }
+        if (r->held && r->hold_replay && !*upload_size) {
+                /* the first call again, after the wait: reply now, or read on */
+                r->hold_replay = false;
+                r->begin_replay = false;
+                if (r->hold == HOLD_NOW)
+                        http_queue_held(r);
                 return MHD_YES;
         }
         if (r->begin_replay && !*upload_size) {

@@ -30,6 +30,7 @@ typedef void (*xb_handler)(struct xb_req *req);
 #define XB_ROUTE_PUBLIC 0x1u   /* no bearer token needed */
 #define XB_ROUTE_SINK 0x2u     /* handler runs at headers (phase BEGIN) and sets a body sink */
 #define XB_ROUTE_MCP 0x4u      /* Origin and Host are checked (DNS rebinding) */
+#define XB_ROUTE_SIGNED 0x8u   /* a ?sig= query may stand for the token; the handler checks it */
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
 

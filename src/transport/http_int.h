@@ -53,6 +53,9 @@ struct xb_req {
         bool may_hold;                /* a body follows, no Expect: 100-continue, within DRAIN_MAX */
         struct MHD_Response *held;    /* an early reply, queued once the body is drained */
         unsigned held_status;
+        enum { HOLD_WAIT = 1, HOLD_DRAIN, HOLD_NOW } hold;   /* does the body come? */
+        bool hold_replay;             /* the resumed first call is still to come */
+        struct xb_timer hold_timer;
         uint64_t drained;
         struct xb_req *susp_next, **susp_pprev;   /* in http->suspended while MHD holds it suspended */
         void *data;
@@ -110,4 +113,7 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 void http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp);
 /* Queue the early reply held while the body drained. */
 void http_queue_held(struct xb_req *r);
+/* An early reply was held: drain the body if it is coming, else (nothing
+ * within a moment: a client that waits, or sent headers only) reply now. */
+void http_hold(struct xb_req *r);
 

@@ -40,7 +40,7 @@ http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp)
         if (r->may_hold && !r->dispatched) {
                 r->held = resp;
                 r->held_status = status;
-                xb_req_resume(r);
+                http_hold(r);
                 return;
         }
         MHD(queue_response)(r->conn, status, resp);

