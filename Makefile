@@ -28,6 +28,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
 MHD_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libmicrohttpd 2>/dev/null)/libmicrohttpd.so 2>/dev/null | awk '/SONAME/{print $$2}')
 CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
+# Signed links use GnuTLS's HMAC, which libmicrohttpd loads (transport/sign.h).
+GNUTLS_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir gnutls 2>/dev/null)/libgnutls.so 2>/dev/null | awk '/SONAME/{print $$2}')
+CFLAGS += -DXB_GNUTLS_SONAME='"$(or $(GNUTLS_SONAME),libgnutls.so.30)"'
 
 # seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
 POLICY_SRC := src/sandbox/seccomp_policy.c
@@ -51,7 +54,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration cli-test metrics-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check http-test unit integration cli-test metrics-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -224,6 +227,11 @@ clients-test: $(EXECBOX)
 tools-test: $(EXECBOX)
 	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools
 
+# HTTP manners with Node fetch, and the OpenAPI document through its
+# validators (tests/http/run.sh; npm packages cached like mcp-test's).
+http-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) tests/http/run.sh
+
 check: deps
 	$(MAKE) layering layering-test
 	$(MAKE) all
@@ -237,6 +245,7 @@ check: deps
 	$(MAKE) tools-test
 	$(MAKE) judge-test
 	$(MAKE) packaging-test
+	$(MAKE) http-test
 
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.
 LISTEN ?= 127.0.0.1:8000

@@ -30,6 +30,7 @@ enum {
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE,
+        O_ORIGIN, O_PUBLIC_URL,
 };
 
 /* How an option may be given besides its flag. */
@@ -62,6 +63,8 @@ static const struct {
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
+        { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE },
+        { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
@@ -88,6 +91,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->allow_mounts = a->allow;
         o->mcp_hosts = a->mcp_hosts;
         o->mcp_pause_ms = 300000;
+        o->allow_origins = a->origins;
         xb_limits_default(&o->defaults);
         o->defaults.wall_ms = 0;
         if (cmd == XB_CMD_SERVE) {
@@ -164,6 +168,23 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 break;
         case O_MCP_PAUSE: r = xb_parse_duration_ms(arg, &o->mcp_pause_ms, err); break;
         case O_GUIDE: o->require_guide = true; break;
+        case O_ORIGIN:
+                /* Browsers send an Origin as scheme://host[:port], no path. */
+                if (o->nallow_origins == ARRAY_SIZE(a->origins))
+                        r = xb_err_msg(err, E2BIG, "too many --allow-origin options");
+                else if ((strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) ||
+                         strchr(strstr(arg, "//") + 2, '/'))
+                        r = xb_err_msg(err, EINVAL, "write an origin as a browser sends it, e.g. "
+                                       "https://chat.example.com or http://localhost:3000 (no path)");
+                else
+                        a->origins[o->nallow_origins++] = arg;
+                break;
+        case O_PUBLIC_URL:
+                if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+                        r = xb_err_msg(err, EINVAL, "write the URL clients reach the server at, e.g. "
+                                       "https://execbox.example.com");
+                o->public_url = arg;
+                break;
         case O_FIXTURES:
                 if (!xb_mcp_has_plugin(XB_FIXTURES_PLUGIN))
                         r = xb_err_msg(err, ENOTSUP, "this binary has no MCP conformance fixtures; they are only in "

@@ -14,6 +14,7 @@ struct xb_server_args {
         struct xb_server_opts o;      /* o.allow_mounts points into allow */
         const char *allow[64];
         const char *mcp_hosts[16];    /* o.mcp_hosts points here */
+        const char *origins[32];      /* o.allow_origins points here */
         const char *server, *token;   /* execbox mcp --server URL --token TOKEN */
 };
 

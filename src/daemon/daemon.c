@@ -249,7 +249,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
                 .ntokens = s->ntokens, .allowed_hosts = s->o.mcp_hosts, .nallowed_hosts = s->o.nmcp_hosts,
-                .admin = s->token_admin, .app = &s->rest,
+                .admin = s->token_admin, .allow_origins = s->o.allow_origins,
+                .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {

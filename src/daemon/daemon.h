@@ -30,6 +30,9 @@ struct xb_server_opts {
         const char *const *mcp_hosts; /* --mcp-allowed-host: /mcp's Host and Origin besides loopback */
         size_t nmcp_hosts;
         uint64_t mcp_pause_ms;        /* --mcp-pause-after: freeze an idle MCP sandbox; 0 never */
+        const char *const *allow_origins;   /* --allow-origin: CORS for browsers on these */
+        size_t nallow_origins;
+        const char *public_url;       /* --public-url: absolute, signed image links */
 };
 
 struct xb_server {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -17,8 +18,10 @@
 #include "core/sessions.h"
 #include "rest/call.h"
 #include "rest/status.h"
+#include "transport/sign.h"
 
 #define CODE_MAX (4u << 20)
+#define IMAGE_LINK_TTL_S 3600     /* how long a signed image link works */
 
 #define HINT_SESSION_DEAD "POST .../sessions/{sid}/restart starts a fresh interpreter"
 #define HINT_CELL_RUNNING "the cell is still running; POST .../sessions/{sid}/wait for more output, or .../interrupt " \
@@ -64,17 +67,43 @@ list_shape(struct xb_req *r, const char *event, json_t *data)
         return json_pack("{s:o}", "sessions", out);
 }
 
+/* What an image link signs: the sandbox, the image and the expiry. */
+static int
+image_msg(char *buf, size_t cap, const char *sandbox_id, const char *name, unsigned long long exp)
+{
+        return snprintf(buf, cap, "image\n%s\n%s\n%llu", sandbox_id, name, exp);
+}
+
+/* An image's link: relative, or with --public-url absolute and signed,
+ * so a chat UI can show it without the bearer token. */
+static void
+image_url(struct xb_req *r, char *url, size_t cap, const char *sandbox_id, const char *name)
+{
+        const char *pub = xb_req_public_url(r);
+        unsigned long long exp = (unsigned long long)time(NULL) + IMAGE_LINK_TTL_S;
+        char msg[300], sig[XB_SIGN_HEX_LEN + 1];
+        int n = pub ? image_msg(msg, sizeof(msg), sandbox_id, name, exp) : 0, plen = pub ? (int)strlen(pub) : 0;
+
+        while (plen && pub[plen - 1] == '/')   /* no "//v1" */
+                plen--;
+        if (!pub || n < 0 || (size_t)n >= sizeof(msg) || xb_sign(msg, (size_t)n, sig) < 0) {
+                snprintf(url, cap, "%.*s/v1/sandboxes/%s/images/%s", plen, pub ? pub : "", sandbox_id, name);
+                return;
+        }
+        snprintf(url, cap, "%.*s/v1/sandboxes/%s/images/%s?exp=%llu&sig=%s", plen, pub, sandbox_id, name, exp, sig);
+}
+
 /* An output that displayed an image links to it where core named it. */
 static json_t *
-output_view(json_t *o, const char *sandbox_id)
+output_view(struct xb_req *r, json_t *o, const char *sandbox_id)
 {
         const char *name = json_string_value(json_object_get(o, "image")), *key;
         json_t *out, *v;
-        char url[200];
+        char url[600];
 
         if (!name)
                 return o;
-        snprintf(url, sizeof(url), "/v1/sandboxes/%s/images/%s", sandbox_id, name);
+        image_url(r, url, sizeof(url), sandbox_id, name);
         out = json_object();
         json_object_foreach(o, key, v)
                 json_object_set_new(out, strcmp(key, "image") ? key : "url",
@@ -109,14 +138,14 @@ cell_shape(struct xb_req *r, const char *event, json_t *data)
         size_t i;
 
         if (event)
-                return output_view(data, sandbox_id);
+                return output_view(r, data, sandbox_id);
         data = cell_hints(data);
         outs = json_object_get(data, "outputs");
         if (!json_is_array(outs))
                 return data;
         copy = json_array();
         json_array_foreach(outs, i, o)
-                json_array_append_new(copy, output_view(json_incref(o), sandbox_id));
+                json_array_append_new(copy, output_view(r, json_incref(o), sandbox_id));
         o = json_copy(data);
         json_decref(data);
         if (o)
@@ -172,12 +201,53 @@ serve_image(struct xb_req *r, struct xb_sbx *x, const char *name)
         xb_reply_bytes(r, 200, mime, data, n);
 }
 
+/* A signed link (image_url) stands for the token until it expires. */
+static void
+get_image_signed(struct xb_req *r, const char *exp_s, const char *sig)
+{
+        struct xb_rest *rs = xb_rest_of(r);
+        struct xb_core *s = rs->core;
+        const char *id = xb_req_param(r, 0), *name = xb_req_param(r, 1);
+        char *end = NULL, msg[300];
+        unsigned long long exp = strtoull(exp_s, &end, 10);
+        int n = image_msg(msg, sizeof(msg), id, name, exp);
+        struct xb_sbx *x = NULL;
+
+        if (end == exp_s || *end || n < 0 || (size_t)n >= sizeof(msg) || !xb_sign_check(msg, (size_t)n, sig)) {
+                xb_reply_error(r, 403, "bad_signature",
+                               "use the image URL exactly as a result gave it, or send the bearer token",
+                               "the image link's signature is not valid");
+                return;
+        }
+        if (exp < (unsigned long long)time(NULL)) {
+                xb_reply_error(r, 403, "link_expired",
+                               "image links work for an hour: fetch the cell's result again for a fresh one, or "
+                               "send the bearer token", "the image link expired");
+                return;
+        }
+        for (size_t t = 0; !x && t < rs->ntenants; t++)
+                x = xb_sbx_find(s, id, (int)t);
+        if (!x) {
+                xb_reply_error(r, 404, "sandbox_not_found", "the sandbox was deleted or expired",
+                               "no sandbox with id `%.64s`", id ? id : "");
+                return;
+        }
+        serve_image(r, x, name);
+}
+
+/* The token, or (XB_ROUTE_SIGNED: the router let it in without one) a
+ * signed link. */
 static void
 get_image(struct xb_req *r)
 {
-        struct xb_sbx *x = xb_api_sandbox(r);
+        const char *exp = xb_req_query(r, "exp", NULL), *sig = xb_req_query(r, "sig", NULL);
+        struct xb_sbx *x;
 
-        if (x)
+        if (xb_req_tenant(r) < 0) {
+                get_image_signed(r, exp ? exp : "", sig);
+                return;
+        }
+        if ((x = xb_api_sandbox(r)))
                 serve_image(r, x, xb_req_param(r, 1));
 }
 
@@ -245,7 +315,8 @@ dm_url(json_t *url)
         const char *u = json_string_value(url), *slash = u ? strrchr(u, '/') : NULL;
         char out[160];
 
-        snprintf(out, sizeof(out), "/images/%s", slash ? slash + 1 : "");
+        /* its own route, per token: no signed query */
+        snprintf(out, sizeof(out), "/images/%.*s", slash ? (int)strcspn(slash + 1, "?") : 0, slash ? slash + 1 : "");
         return json_string(out);
 }
 
@@ -390,7 +461,7 @@ const struct xb_route xb_api_routes_sessions[] = {
         { "POST", "/v1/sandboxes/{}/sessions/{}/restart", xb_rest_op_handler, 0, &restart_route },
         { "POST", "/v1/sandboxes/{}/sessions/{}/input", xb_rest_op_handler, 0, &input_route },
         { "GET", "/v1/sandboxes/{}/sessions/{}/variables/{}", xb_rest_op_handler, 0, &variable_route },
-        { "GET", "/v1/sandboxes/{}/images/{}", get_image, 0, NULL },
+        { "GET", "/v1/sandboxes/{}/images/{}", get_image, XB_ROUTE_SIGNED, NULL },
         { "POST", "/api/run_cell", dm_run_cell, 0, NULL },
         { "GET", "/api/variable/{}", dm_variable, 0, NULL },
         { "GET", "/images/{}", dm_image, 0, NULL },

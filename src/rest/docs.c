@@ -126,7 +126,8 @@ guide(struct xb_req *r)
                 xb_reply_error(r, 503, "out_of_memory", "retry", "out of memory");
                 return;
         }
-        if (xb_req_accepts(r, "application/json") && !xb_req_accepts(r, "text/markdown")) {
+        if (xb_req_accepts(r, "application/json") &&
+            xb_req_accept_q(r, "application/json") > xb_req_accept_q(r, "text/markdown")) {
                 xb_reply_json(r, 200, json_pack("{s:s}", "guide", text));
                 return;
         }

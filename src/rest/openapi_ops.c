@@ -272,7 +272,14 @@ const struct xb_op_def xb_op_defs[] = {
           .tag = "sessions", .summary = "Read a variable of a Python session.", .errors = "409",
           .reply = JSON_REPLY("The variable.", J_VARIABLE) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/images/{image}", .id = "get_image", .tag = "sessions",
-          .summary = "An image a cell displayed.", .reply = IMAGE_REPLY },
+          .summary = "An image a cell displayed.", .errors = "401 403",
+          .description = "With the bearer token, or without it through the signed link a result gave (with "
+                         "--public-url): exp and sig, valid for an hour.",
+          .params = "[{\"name\": \"exp\", \"in\": \"query\", \"required\": false, \"description\": \"The "
+                    "signed link's expiry, in Unix seconds.\", \"schema\": {\"type\": \"string\"}}, "
+                    "{\"name\": \"sig\", \"in\": \"query\", \"required\": false, \"description\": \"The "
+                    "signed link's HMAC-SHA256, in hex.\", \"schema\": {\"type\": \"string\"}}]",
+          .reply = IMAGE_REPLY },
 
         /* ---- the seeds' plugin API (api_sessions.c) ---- */
         { .method = "POST", .path = "/api/run_cell", .id = "plugin_run_cell", .tag = "plugin",

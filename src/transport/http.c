@@ -131,12 +131,10 @@ xb_req_tenant(const struct xb_req *r)
         return r->tenant;
 }
 
-bool
-xb_req_accepts(const struct xb_req *r, const char *mime)
+const char *
+xb_req_public_url(const struct xb_req *r)
 {
-        const char *a = xb_req_header(r, "Accept");
-
-        return a && strcasestr(a, mime);
+        return r->http->o.public_url;
 }
 
 void
@@ -260,6 +258,61 @@ xb_req_sink_error(const struct xb_req *r)
         return r->sink_err;
 }
 
+/* ---- early replies held for the body ---- */
+
+#define HOLD_WAIT_MS 300
+
+static void
+hold_decided(struct xb_req *r, int how)
+{
+        xb_timer_stop(&r->hold_timer);
+        http_watch_stop(r);
+        r->hold = how;
+        if (r->suspended) {
+                r->hold_replay = true;
+                http_conn_resume(r);
+                http_mark_run(r->http);
+        }
+}
+
+static void
+on_hold_data(struct xb_io *io, uint32_t events)
+{
+        hold_decided(io->data, (events & EPOLLIN) ? HOLD_DRAIN : HOLD_NOW);
+}
+
+static void
+on_hold_timeout(struct xb_timer *t)
+{
+        hold_decided(t->data, HOLD_NOW);
+}
+
+void
+http_hold(struct xb_req *r)
+{
+        const union MHD_ConnectionInfo *ci = MHD(get_connection_info)(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        char c;
+
+        http_watch_stop(r);
+        if (ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+                r->hold = HOLD_DRAIN;   /* the body is on its way */
+                xb_req_resume(r);
+                return;
+        }
+        if (!ci) {
+                r->hold = HOLD_DRAIN;
+                xb_req_resume(r);
+                return;
+        }
+        /* Wait a moment, parked: libmicrohttpd can still send the reply at
+         * once when resumed, before it reads any body. */
+        r->hold = HOLD_WAIT;
+        if (!r->suspended)
+                http_conn_suspend(r);
+        xb_io_start(r->http->loop, &r->watch, ci->connect_fd, EPOLLIN | EPOLLRDHUP, on_hold_data, r);
+        xb_timer_start(r->http->loop, &r->hold_timer, HOLD_WAIT_MS, on_hold_timeout, r);
+}
+
 /* ---- the request life cycle ---- */
 
 void
@@ -271,8 +324,11 @@ http_req_free(struct xb_req *r)
                         r->susp_next->susp_pprev = r->susp_pprev;
         }
         http_watch_stop(r);
+        xb_timer_stop(&r->hold_timer);
         if (r->stream)
                 r->stream->req = NULL;
+        if (r->held)
+                MHD(destroy_response)(r->held);
         free(r->path);
         free(r->scratch);
         xb_buf_free(&r->body);
@@ -304,6 +360,26 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
         xb_loop_defer(r->http->loop, &r->free_defer, (xb_defer_cb)http_req_free, r);
 }
 
+/* Will a body follow the headers that an early reply can wait for? Not
+ * with Expect: 100-continue (the client waits for our answer and sends
+ * nothing after an error), nor past DRAIN_MAX (then the reply goes at once
+ * and the connection closes). */
+static bool
+body_follows(const struct xb_req *r)
+{
+        const char *clen = xb_req_header(r, "Content-Length"), *te = xb_req_header(r, "Transfer-Encoding");
+        const char *expect = xb_req_header(r, "Expect");
+
+        if (expect && strcasestr(expect, "100-continue"))
+                return false;
+        if (clen) {
+                unsigned long long n = strtoull(clen, NULL, 10);
+
+                return n > 0 && n <= DRAIN_MAX;
+        }
+        return te && strcasestr(te, "chunked");
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
            const char *upload, size_t *upload_size, void **con_cls)
@@ -330,6 +406,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 snprintf(r->method, sizeof(r->method), "%s", method);
                 if (!r->path || !r->scratch)
                         return MHD_NO;
+                r->may_hold = body_follows(r);
                 if (!http_route_admit(r, method))
                         return MHD_YES;
                 if (r->route->flags & XB_ROUTE_SINK) {
@@ -341,10 +418,31 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 }
                 return MHD_YES;
         }
+        if (r->held && r->hold_replay && !*upload_size) {
+                /* the first call again, after the wait: reply now, or read on */
+                r->hold_replay = false;
+                r->begin_replay = false;
+                if (r->hold == HOLD_NOW)
+                        http_queue_held(r);
+                return MHD_YES;
+        }
         if (r->begin_replay && !*upload_size) {
                 r->begin_replay = false;
                 return MHD_YES;
         }
+        if (r->held) {
+                /* An early reply waits for the body, read and dropped: a client
+                 * still sending would get a reset, not the error. */
+                if (*upload_size) {
+                        r->drained += *upload_size;
+                        *upload_size = 0;
+                        return r->drained > DRAIN_MAX ? MHD_NO : MHD_YES;
+                }
+                http_queue_held(r);
+                return MHD_YES;
+        }
+        if (!*upload_size)
+                r->may_hold = false;   /* the body is all in: replies go at once */
         if (r->replied) {
                 *upload_size = 0;   /* an early reply: drop the rest of the body */
                 return MHD_YES;

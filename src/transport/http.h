@@ -32,6 +32,7 @@ typedef void (*xb_handler)(struct xb_req *req);
 #define XB_ROUTE_MCP 0x4u      /* Origin and Host are checked (DNS rebinding) */
 #define XB_ROUTE_XAUTH 0x8u    /* `X-Auth-Token: <token>` also authenticates (Judge0's clients) */
 #define XB_ROUTE_HIDDEN 0x10u   /* not in /openapi.json: another spec's discovery document */
+#define XB_ROUTE_SIGNED 0x20u   /* a ?sig= query may stand for the token; the handler checks it */
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
 
@@ -55,6 +56,9 @@ struct xb_http_opts {
         const char *const *allowed_hosts;
         size_t nallowed_hosts;
         const bool *admin;           /* per token: may see the server's global figures */
+        const char *const *allow_origins;   /* CORS: origins a browser may call from; none by default */
+        size_t nallow_origins;
+        const char *public_url;      /* "https://host[/prefix]" links are made absolute with; NULL */
         void *app;
 };
 
@@ -89,7 +93,17 @@ const char *xb_req_base_url(const struct xb_req *r, char *buf, size_t cap);
 int xb_req_tenant(const struct xb_req *r);
 /* The request may see global figures: an admin token, or no auth at all. */
 bool xb_req_admin(const struct xb_req *r);
+
+/* The Accept header, parsed (media ranges, q-values): does the client ask
+ * for mime by name or by its type ("text/" then "*"), with q > 0? A bare
+ * any-type range does not count: it leaves the route its default. */
 bool xb_req_accepts(const struct xb_req *r, const char *mime);
+/* The q-value Accept gives mime through its most specific matching range
+ * (the any-type range included); 1 without an Accept header, 0 when
+ * nothing matches. */
+double xb_req_accept_q(const struct xb_req *r, const char *mime);
+/* --public-url, or NULL. */
+const char *xb_req_public_url(const struct xb_req *r);
 /* Per-request slot for the handler's own state across phases. */
 void xb_req_set_data(struct xb_req *r, void *data);
 void *xb_req_data(const struct xb_req *r);
@@ -100,6 +114,8 @@ void xb_reply_json(struct xb_req *r, unsigned status, json_t *body);   /* steals
 void xb_reply_error(struct xb_req *r, unsigned status, const char *code, const char *hint,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void xb_reply_empty(struct xb_req *r, unsigned status);
+/* 401 with WWW-Authenticate, as every route without a valid token gets. */
+void xb_reply_unauthorized(struct xb_req *r);
 void xb_reply_bytes(struct xb_req *r, unsigned status, const char *ctype, const void *p, size_t n);
 /* Send len bytes of fd from off; the reply owns fd. */
 void xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64_t off, uint64_t len,

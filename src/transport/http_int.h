@@ -15,13 +15,16 @@
 #include "transport/mhd.h"
 
 #define MAX_PARAMS 4
-#define MAX_REPLY_HEADERS 8
+#define MAX_REPLY_HEADERS 12
 #define COUNT_SLOTS 12                /* statuses counted per route */
 
 struct http_count {
         unsigned status;
         uint64_t n;
 };
+/* A body sent with a request refused at its headers is read and dropped up
+ * to this much, so the client reads the error instead of a reset. */
+#define DRAIN_MAX ((16u << 20) + (256u << 10))
 
 struct xb_http {
         struct xb_loop *loop;
@@ -55,6 +58,13 @@ struct xb_req {
         int tenant;
         bool suspended, replied, dispatched, complete;
         bool too_large;               /* the body passed body_max: 413 at the end */
+        bool may_hold;                /* a body follows, no Expect: 100-continue, within DRAIN_MAX */
+        struct MHD_Response *held;    /* an early reply, queued once the body is drained */
+        unsigned held_status;
+        enum { HOLD_WAIT = 1, HOLD_DRAIN, HOLD_NOW } hold;   /* does the body come? */
+        bool hold_replay;             /* the resumed first call is still to come */
+        struct xb_timer hold_timer;
+        uint64_t drained;
         struct xb_req *susp_next, **susp_pprev;   /* in http->suspended while MHD holds it suspended */
         void *data;
         /* deferred replies */
@@ -113,4 +123,9 @@ void http_count_reply(struct xb_req *r, unsigned status);
 /* reply.c */
 /* Send resp (consumed) as r's one reply, with r's extra headers. */
 void http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp);
+/* Queue the early reply held while the body drained. */
+void http_queue_held(struct xb_req *r);
+/* An early reply was held: drain the body if it is coming, else (nothing
+ * within a moment: a client that waits, or sent headers only) reply now. */
+void http_hold(struct xb_req *r);
 

@@ -36,9 +36,38 @@ http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp)
         http_count_reply(r, status);
         for (int i = 0; i < r->nhdr; i++)
                 MHD(add_response_header)(resp, r->hdr_name[i], r->hdr_value[i]);
+        /* Before the body is in (libmicrohttpd 0.9.75 would then stop reading
+         * and close on unread bytes): hold it until the body is drained. */
+        if (r->may_hold && !r->dispatched) {
+                r->held = resp;
+                r->held_status = status;
+                http_hold(r);
+                return;
+        }
         MHD(queue_response)(r->conn, status, resp);
         MHD(destroy_response)(resp);
         xb_req_resume(r);
+}
+
+void
+http_queue_held(struct xb_req *r)
+{
+        struct MHD_Response *resp = r->held;
+
+        r->held = NULL;
+        MHD(queue_response)(r->conn, r->held_status, resp);
+        MHD(destroy_response)(resp);
+}
+
+void
+xb_reply_unauthorized(struct xb_req *r)
+{
+        const char *auth = xb_req_header(r, "Authorization");
+
+        xb_req_add_reply_header(r, "WWW-Authenticate", "Bearer");
+        xb_reply_error(r, 401, "unauthorized",
+                       "send the header `Authorization: Bearer <token>`; the token was printed when the server started",
+                       auth ? "the bearer token is not valid" : "this endpoint needs a bearer token");
 }
 
 void

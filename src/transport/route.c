@@ -138,12 +138,72 @@ challenge(struct xb_req *r)
         xb_req_add_reply_header(r, "WWW-Authenticate", v);
 }
 
+/* The methods of the routes for r's path, "GET, POST" (HEAD after GET if
+ * with_head); false if no route has that path. */
+static bool
+path_methods(struct xb_req *r, char *allow, size_t cap, bool with_head)
+{
+        const struct xb_http *h = r->http;
+        size_t scap = strlen(r->path) + MAX_PARAMS + 1;
+        bool known = false;
+
+        allow[0] = '\0';
+        for (size_t i = 0; i < h->nroutes; i++) {
+                const char *m = h->routes[i].method;
+                char *params[MAX_PARAMS];
+
+                if (!match(h->routes[i].pattern, r->path, params, r->scratch, scap))
+                        continue;
+                known = true;
+                for (int head = 0; head <= (with_head && !strcmp(m, "GET")); head++) {
+                        const char *name = head ? "HEAD" : m;
+
+                        if (!strstr(allow, name) && strlen(allow) + strlen(name) + 3 < cap)
+                                snprintf(allow + strlen(allow), cap - strlen(allow), "%s%s", allow[0] ? ", " : "",
+                                         name);
+                }
+        }
+        return known;
+}
+
+/* CORS for an Origin on the --allow-origin list: every reply names it, and a
+ * preflight (OPTIONS with Access-Control-Request-Method) is answered here,
+ * before the token, which browsers never send with one. A foreign Origin
+ * gets no CORS header at all. true when r has been answered. */
+static bool
+cors(struct xb_req *r, const char *method)
+{
+        const struct xb_http *h = r->http;
+        const char *origin = xb_req_header(r, "Origin");
+        bool allowed = false;
+        char allow[96];
+
+        for (size_t i = 0; origin && i < h->o.nallow_origins && !allowed; i++)
+                allowed = !strcmp(origin, h->o.allow_origins[i]);
+        if (!allowed)
+                return false;
+        xb_req_add_reply_header(r, "Access-Control-Allow-Origin", origin);
+        xb_req_add_reply_header(r, "Vary", "Origin");
+        xb_req_add_reply_header(r, "Access-Control-Expose-Headers", "WWW-Authenticate, Allow, Content-Range");
+        if (strcmp(method, "OPTIONS") || !xb_req_header(r, "Access-Control-Request-Method") ||
+            !path_methods(r, allow, sizeof(allow), true))
+                return false;
+        xb_req_add_reply_header(r, "Access-Control-Allow-Methods", allow);
+        xb_req_add_reply_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        xb_req_add_reply_header(r, "Access-Control-Max-Age", "600");
+        xb_reply_empty(r, 204);
+        return true;
+}
+
 void
 http_route_find(struct xb_req *r, const char *method)
 {
         const struct xb_http *h = r->http;
         size_t cap = strlen(r->path) + MAX_PARAMS + 1;
 
+        /* HEAD is GET without the body, which libmicrohttpd leaves out. */
+        if (!strcmp(method, "HEAD"))
+                method = "GET";
         for (size_t i = 0; i < h->nroutes && !r->route; i++) {
                 const struct xb_route *rt = &h->routes[i];
 
@@ -161,7 +221,6 @@ http_route_admit(struct xb_req *r, const char *method)
         struct xb_http *h = r->http;
         const char *url = r->path, *auth, *clen;
         char xauth[600];
-        size_t cap = strlen(url) + MAX_PARAMS + 1;
 
         http_route_find(r, method);
         if (strstr(url, "\xc0\x80")) {
@@ -169,20 +228,12 @@ http_route_admit(struct xb_req *r, const char *method)
                                "the URL path contains a NUL byte");
                 return false;
         }
+        if (cors(r, method))
+                return false;
         if (!r->route) {
-                bool path_known = false;
-                char allow[64] = "";
+                char allow[96];
+                bool path_known = path_methods(r, allow, sizeof(allow), false);
 
-                for (size_t i = 0; i < h->nroutes; i++) {
-                        char *params[MAX_PARAMS];
-
-                        if (match(h->routes[i].pattern, url, params, r->scratch, cap)) {
-                                path_known = true;
-                                if (!strstr(allow, h->routes[i].method) && strlen(allow) + 10 < sizeof(allow))
-                                        snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
-                                                 allow[0] ? ", " : "", h->routes[i].method);
-                        }
-                }
                 if (path_known)
                         xb_req_add_reply_header(r, "Allow", allow);
                 if (path_known)
@@ -205,7 +256,8 @@ http_route_admit(struct xb_req *r, const char *method)
                 if (x && snprintf(xauth, sizeof(xauth), "Bearer %s", x) < (int)sizeof(xauth))
                         auth = xauth;
         }
-        if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant)) {
+        if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant) &&
+            !((r->route->flags & XB_ROUTE_SIGNED) && xb_req_query(r, "sig", NULL))) {
                 if (auth)
                         h->auth_invalid++;
                 else
