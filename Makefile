@@ -50,7 +50,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check unit integration cli-test drivers-test clients-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check unit integration cli-test logs-test drivers-test clients-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -178,6 +178,11 @@ cli-test: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_cli_conventions.py
 
+# The access log, the audit log and `execbox logs`; `make integration` runs them too.
+logs-test: $(EXECBOX) $(PROBE)
+	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_logs.py
+
 # The session drivers (src/drivers) spoken to directly, without a sandbox.
 drivers-test:
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/drivers
@@ -206,6 +211,7 @@ check: deps
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
 	$(MAKE) integration
+	$(MAKE) logs-test
 	$(MAKE) mcp-test
 	$(MAKE) drivers-test
 	$(MAKE) clients-test

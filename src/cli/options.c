@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -22,6 +23,7 @@
 enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+        O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
 };
 
 static const struct {
@@ -52,6 +54,18 @@ static const struct {
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP },
 };
 
+/* Taken only when spelled in full, before getopt sees argv: as
+ * abbreviations they would make `--a` (--allow-mount) ambiguous. */
+static const struct {
+        const char *name;
+        int opt;
+        unsigned cmds;
+} exact[] = {
+        { "access-log", O_ACCESS_LOG, SERVE },
+        { "audit-keep", O_AUDIT_KEEP, SERVE },
+        { "audit-max", O_AUDIT_MAX, SERVE },
+};
+
 static const char *const cmd_name[] = { [XB_CMD_SERVE] = "serve", [XB_CMD_MCP] = "mcp" };
 
 static void
@@ -67,11 +81,14 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->upload_max = 1u << 30;
         o->allow_mounts = a->allow;
         xb_limits_default(&o->defaults);
+        o->audit_keep_ms = XB_AUDIT_KEEP_DEFAULT_MS;
+        o->audit_max = XB_AUDIT_MAX_DEFAULT;
         o->defaults.wall_ms = 0;
         if (cmd == XB_CMD_SERVE) {
                 o->listen = "127.0.0.1:8000";
                 o->state_dir = "/var/lib/execbox";
                 o->pool_size = 4;
+                o->access_log = true;
         } else {
                 a->token = getenv("EXECBOX_TOKEN");
                 o->pool_size = 1;
@@ -79,6 +96,30 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
                 o->quiet = true;
                 xb_log_set_level(XB_LOG_WARN);
         }
+}
+
+/* "90", "90s", "10m", "1h": milliseconds. */
+static int
+parse_seconds(const char *arg, uint64_t *ret_ms, struct xb_err *err)
+{
+        char *end;
+        unsigned long long v;
+        uint64_t mul = 1000;
+
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        if (*arg < '0' || *arg > '9' || errno)
+                return xb_err_msg(err, EINVAL, "`%s` is not a duration; write seconds, or 30s, 10m, 1h", arg);
+        if (*end == 'm')
+                mul = 60000;
+        else if (*end == 'h')
+                mul = 3600000;
+        if (*end && (end[1] || !strchr("smh", *end)))
+                return xb_err_msg(err, EINVAL, "`%s` is not a duration; write seconds, or 30s, 10m, 1h", arg);
+        if (v > 7ull * 24 * 3600 * 1000 / mul)
+                return xb_err_msg(err, ERANGE, "at most a week");
+        *ret_ms = v * mul;
+        return 0;
 }
 
 /* One option's value into a; -errno with err set when it is wrong. */
@@ -142,8 +183,71 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 xb_log_set_level(XB_LOG_WARN);
                 break;
         case O_VERBOSE: xb_log_set_level(XB_LOG_DEBUG); break;
+        case O_ACCESS_LOG:
+                if (strcmp(arg, "on") && strcmp(arg, "off"))
+                        r = xb_err_msg(err, EINVAL, "write on or off, not `%s`", arg);
+                o->access_log = !strcmp(arg, "on");
+                break;
+        case O_AUDIT_KEEP: r = parse_seconds(arg, &o->audit_keep_ms, err); break;
+        case O_AUDIT_MAX:
+                r = xb_parse_u64(arg, &v, err);
+                if (!r && (v < 1 || v > 1000000))
+                        r = xb_err_msg(err, ERANGE, "between 1 and 1000000 events");
+                o->audit_max = (unsigned)v;
+                break;
         }
         return r;
+}
+
+static int apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg, struct xb_err *err);
+
+/* Apply and remove the exact options (--NAME=V or --NAME V) from argv,
+ * up to "--". The new argc, or -1 after printing the error. */
+static int
+take_exact(struct xb_server_args *a, enum xb_server_cmd cmd, int argc, char **argv)
+{
+        struct xb_err err = { 0 };
+        int out = 1;
+
+        for (int i = 1; i < argc; i++) {
+                const char *arg = argv[i], *val = NULL;
+                size_t k, n;
+                int used = 1;
+
+                if (!strcmp(arg, "--")) {
+                        while (i < argc)
+                                argv[out++] = argv[i++];
+                        break;
+                }
+                for (k = 0; k < ARRAY_SIZE(exact); k++) {
+                        n = strlen(exact[k].name);
+                        if ((exact[k].cmds & (1u << cmd)) && !strncmp(arg, "--", 2) &&
+                            !strncmp(arg + 2, exact[k].name, n) && (arg[2 + n] == '\0' || arg[2 + n] == '='))
+                                break;
+                }
+                if (k == ARRAY_SIZE(exact)) {
+                        argv[out++] = argv[i];
+                        continue;
+                }
+                if (arg[2 + n] == '=')
+                        val = arg + 3 + n;
+                else if (i + 1 < argc) {
+                        val = argv[i + 1];
+                        used = 2;
+                }
+                if (!val) {
+                        fprintf(stderr, "execbox: error: --%s needs a value; see `execbox %s --help`\n", exact[k].name,
+                                cmd_name[cmd]);
+                        return -1;
+                }
+                if (apply(a, cmd, exact[k].opt, val, &err) < 0) {
+                        fprintf(stderr, "execbox: error: --%s: %s\n", exact[k].name, err.msg);
+                        return -1;
+                }
+                i += used - 1;
+        }
+        argv[out] = NULL;
+        return out;
 }
 
 int
@@ -157,6 +261,8 @@ xb_server_args_parse(struct xb_server_args *a, enum xb_server_cmd cmd, int argc,
         int opt;
 
         defaults(a, cmd);
+        if ((argc = take_exact(a, cmd, argc, argv)) < 0)
+                return -1;
         for (size_t i = 0; i < ARRAY_SIZE(table); i++)
                 if (table[i].cmds & (1u << cmd))
                         longopts[n++] = table[i].opt;

@@ -28,6 +28,11 @@
 #define XB_POOL_REFILL_DELAY_MS 50
 #define XB_TTL_DEFAULT_MS (15u * 60 * 1000)
 #define XB_TTL_MAX_MS (7ull * 24 * 3600 * 1000)
+#define XB_AUDIT_KEEP_DEFAULT_MS (10u * 60 * 1000)
+#define XB_AUDIT_MAX_DEFAULT 10000
+
+struct xb_audits;
+struct xb_audit;
 
 struct xb_server_opts {
         const char *listen;           /* default 127.0.0.1:8000 */
@@ -45,6 +50,9 @@ struct xb_server_opts {
         enum xb_cgroup_mode cgroup_mode;
         bool quiet;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
+        bool access_log;              /* one line per HTTP request on stderr */
+        uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
+        unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
 };
 
 struct xb_metrics {
@@ -78,6 +86,7 @@ struct xb_server {
         char **default_sbx;           /* per tenant: the plugin API's sandbox id */
         struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
         bool token_generated;         /* the token was made and saved at this start */
+        struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
 };
 
 enum xb_sbx_state { XB_SBX_STARTING, XB_SBX_READY, XB_SBX_DYING, XB_SBX_DEAD };
@@ -110,6 +119,7 @@ struct xb_sbx {
         struct xb_image *images;      /* images cells displayed, oldest first */
         unsigned nimages;
         size_t image_bytes;
+        struct xb_audit *audit;       /* its audit log; NULL while pooled, and once deleted */
         char error[200];              /* why it died, if it did */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "proc/env.h"
 #include "proc/initc.h"
+#include "core/audit.h"
 #include "core/core.h"
 #include "core/sessions.h"
 
@@ -398,6 +399,10 @@ xb_sbx_destroy(struct xb_sbx *x, const char *why)
         /* Init's death takes the pid namespace down; the pidfd says when. */
         xb_sandbox_kill(x->sb);
         x->srv->m.sandboxes_deleted++;
+        /* Last: its processes' and cells' ends are logged above. */
+        xb_audit_add(x->audit, "delete", json_pack("{s:o}", "reason", xb_audit_str(x->error[0] ? x->error : NULL)));
+        xb_audit_close(x->audit);
+        x->audit = NULL;
 }
 
 static struct xb_sbx *
@@ -528,6 +533,26 @@ create_error(struct xb_err *err)
         return -err->code;
 }
 
+/* Its log opens with the create event: limits, lease, mounts and the env's names. */
+static void
+audit_create(struct xb_sbx *x, const struct xb_bind *binds, size_t nbinds, uint64_t ttl_ms)
+{
+        json_t *mounts = json_array();
+
+        x->audit = xb_audit_open(x->srv->audits, x->id, x->tenant);
+        for (size_t i = 0; mounts && i < nbinds; i++)
+                json_array_append_new(mounts, json_pack("{s:o,s:o,s:b}", "host", xb_audit_str(binds[i].host), "path",
+                                                        xb_audit_str(binds[i].dest), "readonly", !binds[i].rw));
+        xb_audit_add(x->audit, "create",
+                     json_pack("{s:o,s:I,s:o,s:o}", "limits", json_pack("{s:I,s:I,s:f,s:I}", "memory",
+                                                                       (json_int_t)x->limits.memory, "pids",
+                                                                       (json_int_t)x->limits.pids, "cpus",
+                                                                       x->limits.cpus_milli / 1000.0, "disk",
+                                                                       (json_int_t)x->limits.disk),
+                               "timeout_s", (json_int_t)(ttl_ms / 1000), "env", xb_audit_env_names(x->env), "mounts",
+                               mounts));
+}
+
 int
 xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
@@ -568,6 +593,7 @@ xb_sbx_create(struct xb_server *s, int tenant, const struct xb_limits *l, const 
         }
         s->nsandboxes++;
         s->m.sandboxes_created++;
+        audit_create(x, binds, nbinds, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         /* Refill a little later: a start costs a millisecond of the loop, and
          * the client's first exec is probably on its way now. */

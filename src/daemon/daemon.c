@@ -19,15 +19,17 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/log.h"
+#include "core/audit.h"
 #include "proto/wire.h"
 #include "ops/catalog.h"
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
 
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[];
+        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_mcp[], xb_api_routes_plugin[],
+        xb_api_routes_events[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
-        xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin;
+        xb_api_nroutes_sessions, xb_api_nroutes_mcp, xb_api_nroutes_plugin, xb_api_nroutes_events;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -126,6 +128,7 @@ xb_server_routes(struct xb_route *out, size_t cap)
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes },
                 { xb_api_routes_files, xb_api_nroutes_files },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions },
+                { xb_api_routes_events, xb_api_nroutes_events },
                 { xb_api_routes_plugin, xb_api_nroutes_plugin },
                 { xb_api_routes_mcp, xb_api_nroutes_mcp },
         };
@@ -213,6 +216,11 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 goto fail;
         }
         xb_engine_reap_stale(s->eng);
+        s->audits = xb_audits_new(s->loop, s->o.audit_keep_ms, s->o.audit_max, XB_AUDIT_BYTES);
+        if (!s->audits) {
+                xb_error("out of memory");
+                goto fail;
+        }
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -227,7 +235,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
-                .ntokens = s->ntokens, .app = s,
+                .ntokens = s->ntokens, .app = s, .access_log = s->o.access_log,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
@@ -278,6 +286,7 @@ xb_server_close(struct xb_server *s)
                 drain(s);
         }
         xb_engine_close(s->eng);
+        xb_audits_free(s->audits);
         if (s->sigfd >= 0)
                 close(s->sigfd);
         xb_loop_free(s->loop);

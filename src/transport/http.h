@@ -48,6 +48,7 @@ struct xb_http_opts {
         unsigned conn_limit;
         unsigned conn_timeout_s;     /* idle connections; suspended ones do not time out */
         const char *const *tokens;   /* accepted bearer tokens; NULL = no auth */
+        bool access_log;             /* one line per request on stderr (access.c) */
         size_t ntokens;
         void *app;
 };
@@ -76,6 +77,8 @@ const char *xb_req_header(const struct xb_req *r, const char *name);
  * bytes with the NUL); NULL when absent. */
 const char *xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t cap);
 const char *xb_req_body(const struct xb_req *r, size_t *len);
+/* The request's id, as the access log and the X-Request-Id header show it. */
+const char *xb_req_id(const struct xb_req *r);
 /* Which token authenticated the request (index into opts.tokens), -1 if none. */
 int xb_req_tenant(const struct xb_req *r);
 bool xb_req_accepts(const struct xb_req *r, const char *mime);

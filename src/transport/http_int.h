@@ -31,6 +31,8 @@ struct xb_http {
         char url[300];
         char unix_path[108];
         bool loopback;                /* the bound address is loopback (or a unix socket) */
+        uint32_t boot_tag;            /* request ids: this start's tag, then a count */
+        uint64_t nrequests;
 };
 
 struct xb_req {
@@ -62,6 +64,10 @@ struct xb_req {
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
         struct xb_stream *stream;
+        /* the access log */
+        char id[20];
+        uint64_t start_us, bytes;     /* bytes: the reply's body, as queued or streamed */
+        unsigned status;              /* 0 until replied */
 };
 
 struct xb_stream {
@@ -97,6 +103,12 @@ void http_route_find(struct xb_req *r, const char *method);
 bool http_route_admit(struct xb_req *r, const char *method);
 /* MHD's MHD_OPTION_UNESCAPE_CALLBACK. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* access.c */
+/* Give r its id and start time. */
+void http_access_begin(struct xb_req *r);
+/* r is complete: its access log line, when the log is on. */
+void http_access_end(struct xb_req *r, int toe);
 
 /* reply.c */
 /* Send resp (consumed) as r's one reply, with r's extra headers. */
