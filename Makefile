@@ -54,7 +54,7 @@ EXECBOX_TEST := $(BUILD)/execbox-test
 INIT := $(BUILD)/execbox-init
 PROBE := $(BUILD)/tests/xbprobe
 
-.PHONY: all deps check http-test unit integration cli-test metrics-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
+.PHONY: all deps check http-test unit integration cli-test metrics-test logs-test drivers-test clients-test tools-test run bench clean install fuzz fuzz-replay format
 
 all: $(EXECBOX) $(PROBE)
 
@@ -192,6 +192,11 @@ metrics-test: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) XB_REQUIRE_PROMTOOL=1 \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_metrics.py
 
+# The access log, the audit log and `execbox logs`; `make integration` runs them too.
+logs-test: $(EXECBOX) $(PROBE)
+	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_logs.py
+
 # The session drivers (src/drivers) spoken to directly, without a sandbox.
 drivers-test:
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/drivers
@@ -239,6 +244,7 @@ check: deps
 	$(MAKE) fuzz-replay
 	$(MAKE) integration
 	$(MAKE) metrics-test
+	$(MAKE) logs-test
 	$(MAKE) mcp-test
 	$(MAKE) drivers-test
 	$(MAKE) clients-test

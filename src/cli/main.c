@@ -24,6 +24,7 @@ usage(FILE *f)
               "  exec ID -- CMD [ARG...]        run a command in one, streaming its output\n"
               "  shell ID                       an interactive shell in one, on a terminal\n"
               "  cp SRC DST                     copy a file in or out (ID:PATH names its side)\n"
+              "  logs ID                        a sandbox's audit log (--follow for new events)\n"
               "\n"
               "Run `execbox COMMAND --help` for the options of a command.\n",
               f);
@@ -35,7 +36,7 @@ static const struct {
 } commands[] = {
         { "run", xb_cmd_run },     { "serve", xb_cmd_serve }, { "mcp", xb_cmd_mcp },   { "ls", xb_cmd_ls },
         { "create", xb_cmd_create }, { "rm", xb_cmd_rm },     { "exec", xb_cmd_exec }, { "shell", xb_cmd_shell },
-        { "cp", xb_cmd_cp },
+        { "cp", xb_cmd_cp },       { "logs", xb_cmd_logs },
 };
 
 int

@@ -31,6 +31,7 @@ enum {
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE,
         O_ORIGIN, O_PUBLIC_URL,
+        O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
 };
 
 /* How an option may be given besides its flag. */
@@ -63,13 +64,16 @@ static const struct {
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
-        { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE },
+        { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE, REPEAT },
         { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
         { { "mcp-allowed-host", required_argument, NULL, O_MCP_HOST }, SERVE, REPEAT },
         { { "mcp-pause-after", required_argument, NULL, O_MCP_PAUSE }, SERVE },
+        { { "access-log", required_argument, NULL, O_ACCESS_LOG }, SERVE },
+        { { "audit-keep", required_argument, NULL, O_AUDIT_KEEP }, SERVE },
+        { { "audit-max", required_argument, NULL, O_AUDIT_MAX }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
@@ -93,11 +97,14 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->mcp_pause_ms = 300000;
         o->allow_origins = a->origins;
         xb_limits_default(&o->defaults);
+        o->audit_keep_ms = XB_AUDIT_KEEP_DEFAULT_MS;
+        o->audit_max = XB_AUDIT_MAX_DEFAULT;
         o->defaults.wall_ms = 0;
         if (cmd == XB_CMD_SERVE) {
                 o->listen = "127.0.0.1:8000";
                 o->state_dir = "/var/lib/execbox";
                 o->pool_size = 4;
+                o->access_log = true;
         } else {
                 /* Desktop clients set env, not flags: a bridge, as a normal user. */
                 a->server = getenv("EXECBOX_URL") && *getenv("EXECBOX_URL") ? getenv("EXECBOX_URL") : NULL;
@@ -107,6 +114,30 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
                 o->quiet = true;
                 xb_log_set_level(XB_LOG_WARN);
         }
+}
+
+/* "90", "90s", "10m", "1h": milliseconds. */
+static int
+parse_seconds(const char *arg, uint64_t *ret_ms, struct xb_err *err)
+{
+        char *end;
+        unsigned long long v;
+        uint64_t mul = 1000;
+
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        if (*arg < '0' || *arg > '9' || errno)
+                return xb_err_msg(err, EINVAL, "`%s` is not a duration; write seconds, or 30s, 10m, 1h", arg);
+        if (*end == 'm')
+                mul = 60000;
+        else if (*end == 'h')
+                mul = 3600000;
+        if (*end && (end[1] || !strchr("smh", *end)))
+                return xb_err_msg(err, EINVAL, "`%s` is not a duration; write seconds, or 30s, 10m, 1h", arg);
+        if (v > 7ull * 24 * 3600 * 1000 / mul)
+                return xb_err_msg(err, ERANGE, "at most a week");
+        *ret_ms = v * mul;
+        return 0;
 }
 
 /* One option's value into a; -errno with err set when it is wrong. */
@@ -197,6 +228,18 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 xb_log_set_level(XB_LOG_WARN);
                 break;
         case O_VERBOSE: xb_log_set_level(XB_LOG_DEBUG); break;
+        case O_ACCESS_LOG:
+                if (strcmp(arg, "on") && strcmp(arg, "off"))
+                        r = xb_err_msg(err, EINVAL, "write on or off, not `%s`", arg);
+                o->access_log = !strcmp(arg, "on");
+                break;
+        case O_AUDIT_KEEP: r = parse_seconds(arg, &o->audit_keep_ms, err); break;
+        case O_AUDIT_MAX:
+                r = xb_parse_u64(arg, &v, err);
+                if (!r && (v < 1 || v > 1000000))
+                        r = xb_err_msg(err, ERANGE, "between 1 and 1000000 events");
+                o->audit_max = (unsigned)v;
+                break;
         }
         return r;
 }
@@ -228,6 +271,8 @@ drop(struct xb_server_args *a, int opt)
                 a->o.nallow = 0;
         else if (opt == O_MCP_HOST)
                 a->o.nmcp_hosts = 0;
+        else if (opt == O_ORIGIN)
+                a->o.nallow_origins = 0;
 }
 
 enum layer { L_DEFAULT, L_FILE, L_ENV, L_FLAGS };

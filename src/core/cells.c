@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "proc/initc.h"
+#include "core/audit.h"
 #include "core/core.h"
 #include "core/sessions.h"
 #include "core/session_int.h"
@@ -126,6 +127,10 @@ xb__cell_finish(struct xb__cell *c, const char *status)
                 json_array_append_new(c->outputs, json_pack("{s:s,s:s,s:s}", "type", "stream", "name", "stderr", "text", note));
         }
         c->end_ms = xb_now_ms();
+        /* The code's size, not the code (it may hold secrets). */
+        xb_audit_add(ss->sbx->audit, "cell", json_pack("{s:s,s:s,s:I,s:I}", "session", ss->id, "status", status,
+                                                       "duration_ms", (json_int_t)(c->start_ms ? c->end_ms - c->start_ms : 0),
+                                                       "code_bytes", (json_int_t)(c->code ? strlen(c->code) : 0)));
         waited = c->call != NULL;
         xb__cell_reply(c, status);
         if (ss->cell == c)

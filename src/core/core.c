@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/log.h"
+#include "core/audit.h"
 #include "proto/wire.h"
 
 int
@@ -29,6 +30,13 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c->rxbuf);
                 free(c);
                 return r;
+        }
+        c->audits = xb_audits_new(loop, o->audit_keep_ms, o->audit_max, XB_AUDIT_BYTES);
+        if (!c->audits) {
+                xb_engine_close(c->eng);
+                free(c->rxbuf);
+                free(c);
+                return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         }
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
@@ -71,6 +79,7 @@ xb_core_close(struct xb_core *c)
                 xb_timer_stop(&t);
         }
         xb_engine_close(c->eng);
+        xb_audits_free(c->audits);
         free(c->m.tenant);
         free(c->rxbuf);
         free(c);

@@ -30,6 +30,11 @@
 #define XB_POOL_REFILL_DELAY_MS 50
 #define XB_TTL_DEFAULT_MS (15u * 60 * 1000)
 #define XB_TTL_MAX_MS (7ull * 24 * 3600 * 1000)
+#define XB_AUDIT_KEEP_DEFAULT_MS (10u * 60 * 1000)
+#define XB_AUDIT_MAX_DEFAULT 10000
+
+struct xb_audits;
+struct xb_audit;
 
 struct xb_core_opts {
         unsigned max_sandboxes;       /* 0: XB_SERVER_MAX_SANDBOXES_DEFAULT */
@@ -40,6 +45,8 @@ struct xb_core_opts {
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
         size_t upload_max;            /* file contents an operation carries in JSON */
+        uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
+        unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
 };
 
 struct xb_core {
@@ -56,6 +63,7 @@ struct xb_core {
         uint64_t started_ms;
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
+        struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -115,6 +123,7 @@ struct xb_sbx {
         enum xb_sbx_end end;          /* why it died, if it did */
         char error[200];              /* and in words (neutral: no protocol's terms) */
         uint32_t images_tag;          /* the pending tag that frees its images (images.c) */
+        struct xb_audit *audit;       /* its audit log; NULL while pooled, and once deleted */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };
 

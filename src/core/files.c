@@ -25,6 +25,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/utf8.h"
+#include "core/audit.h"
 #include "core/files.h"
 #include "proto/pseudofs.h"
 
@@ -382,6 +383,8 @@ finish_stat(struct xb_fileop *op, struct xb_call *c, const struct xb_file_reply 
 static void
 finish(struct xb_fileop *op, struct xb_call *c, const struct xb_file_reply *rep, int fd, const struct stat *st)
 {
+        json_t *audit;
+
         if (rep->errnum) {
                 fail_file(c, op->op, op->op == XB_FOP_MOVE && rep->errnum == EEXIST ? op->path2 : op->path,
                           rep->errnum, rep->type);
@@ -404,13 +407,19 @@ finish(struct xb_fileop *op, struct xb_call *c, const struct xb_file_reply *rep,
                 finish_list(op, c, rep);
                 break;
         case XB_FOP_MKDIR:
-                xb_call_done(c, json_pack("{s:o,s:b}", "path", str_json(op->path), "created", rep->count > 0));
+                audit = json_pack("{s:o,s:b}", "path", str_json(op->path), "created", rep->count > 0);
+                xb_audit_add(op->sbx->audit, "file_mkdir", json_incref(audit));
+                xb_call_done(c, audit);
                 break;
         case XB_FOP_MOVE:
-                xb_call_done(c, json_pack("{s:o,s:o}", "from", str_json(op->path), "to", str_json(op->path2)));
+                audit = json_pack("{s:o,s:o}", "from", str_json(op->path), "to", str_json(op->path2));
+                xb_audit_add(op->sbx->audit, "file_move", json_incref(audit));
+                xb_call_done(c, audit);
                 break;
         case XB_FOP_DELETE:
-                xb_call_done(c, json_pack("{s:o,s:I}", "path", str_json(op->path), "deleted", (json_int_t)rep->count));
+                audit = json_pack("{s:o,s:I}", "path", str_json(op->path), "deleted", (json_int_t)rep->count);
+                xb_audit_add(op->sbx->audit, "file_delete", json_incref(audit));
+                xb_call_done(c, audit);
                 break;
         }
 }

@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/utf8.h"
+#include "core/audit.h"
 #include "core/files.h"
 #include "core/files_int.h"
 
@@ -227,6 +228,9 @@ xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
                                     "the upload to `%s` is over the server's upload limit", path);
                 else
                         xb_err_code(err, XB_E_WRITE_FAILED, e, NULL, "writing `%s` failed: %s", path, strerror(e));
+                xb_audit_add(up->sbx->audit, "file_write",
+                             json_pack("{s:o,s:I,s:s}", "path", xb_fileop_str_json(up->path, strlen(up->path)),
+                                       "written", (json_int_t)written, "error", xb_ecode_name(err->ecode)));
                 upload_free(up, true);
                 return NULL;
         }
@@ -235,6 +239,8 @@ xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
         up->fd = -1;
         res = json_pack("{s:o,s:I,s:I}", "path", xb_fileop_str_json(up->path, strlen(up->path)), "size",
                         (json_int_t)st.st_size, "written", (json_int_t)written);
+        /* The path and sizes; never the content. */
+        xb_audit_add(up->sbx->audit, "file_write", json_deep_copy(res));
         upload_free(up, false);
         return res;
 }

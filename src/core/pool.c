@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "core/audit.h"
 #include "core/sbx_int.h"
 #include "core/sessions.h"
 
@@ -106,6 +107,27 @@ create_error(struct xb_err *err)
         return -err->code;
 }
 
+/* Its log opens with the create event: limits, lease, mounts and the env's names. */
+static void
+audit_create(struct xb_sbx *x, const struct xb_bind *binds, size_t nbinds, uint64_t ttl_ms)
+{
+        json_t *mounts = json_array();
+
+        x->audit = xb_audit_open(x->core->audits, x->id, x->tenant);
+        for (size_t i = 0; mounts && i < nbinds; i++)
+                json_array_append_new(mounts, json_pack("{s:o,s:o,s:b}", "host", xb_audit_str(binds[i].host), "path",
+                                                        xb_audit_str(binds[i].dest), "readonly", !binds[i].rw));
+        xb_audit_add(x->audit, "create",
+                     json_pack("{s:o,s:I,s:o,s:o}", "limits", json_pack("{s:I,s:I,s:f,s:I}", "memory",
+                                                                       (json_int_t)x->limits.memory, "pids",
+                                                                       (json_int_t)x->limits.pids, "cpus",
+                                                                       x->limits.cpus_milli / 1000.0, "disk",
+                                                                       (json_int_t)x->limits.disk),
+                               "timeout_s", (json_int_t)(ttl_ms / 1000), "env", xb_audit_env_names(x->env), "mounts",
+                               mounts));
+}
+
+
 int
 xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
@@ -154,6 +176,7 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
         }
         x->start_t0_us = t0;
         xb__sbx_start_timed(x);
+        audit_create(x, binds, nbinds, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         /* Refill a little later: a start costs a millisecond of the loop, and
          * the client's first exec is probably on its way now. */

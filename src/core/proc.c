@@ -22,6 +22,7 @@
 #include "base/fd.h"
 #include "proc/initc.h"
 #include "proc/run.h"
+#include "core/audit.h"
 #include "core/proc_int.h"
 
 #define STDIN_BACKLOG_MAX (4u << 20)
@@ -78,6 +79,7 @@ proc_free(void *data)
         xb_outbuf_free(&p->out);
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
+        json_decref(p->audit);
         xb_sbx_unref(p->sbx);
         free(p);
 }
@@ -236,6 +238,41 @@ on_drain(struct xb_timer *t)
         finish(t->data);
 }
 
+/* The exec event, with how it ended; and a limit event when one ended it. */
+static void
+audit_end(struct xb_proc *p, const char *error)
+{
+        static const struct { enum xb_status st; const char *limit; } limits[] = {
+                { XB_ST_TIMEOUT, "time" }, { XB_ST_CPU_LIMIT, "cpu" }, { XB_ST_MEMORY_LIMIT, "memory" },
+                { XB_ST_OUTPUT_LIMIT, "output" },
+        };
+        struct xb_audit *log = p->sbx->audit;
+        const struct xb_result *res = &p->result;
+        json_t *ev = p->audit;
+
+        p->audit = NULL;
+        if (!ev || !log) {
+                json_decref(ev);
+                return;
+        }
+        json_object_set_new(ev, "pid", p->pid > 0 ? json_integer(p->pid) : json_null());
+        if (error) {
+                json_object_set_new(ev, "status", json_string("error"));
+                json_object_set_new(ev, "error", json_string(error));
+                xb_audit_add(log, "exec", ev);
+                return;
+        }
+        json_object_set_new(ev, "status", json_string(xb_status_name(res->status)));
+        json_object_set_new(ev, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
+        json_object_set_new(ev, "signal", res->exited ? json_null() : json_integer(res->signal));
+        json_object_set_new(ev, "duration_ms", json_integer((json_int_t)res->wall_ms));
+        json_object_set_new(ev, "cpu_ms", json_integer((json_int_t)res->cpu_ms));
+        xb_audit_add(log, "exec", ev);
+        for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+                if (res->status == limits[i].st)
+                        xb_audit_add(log, "limit", json_pack("{s:s,s:i}", "limit", limits[i].limit, "pid", (int)p->pid));
+}
+
 static void
 finish(struct xb_proc *p)
 {
@@ -278,6 +315,7 @@ finish(struct xb_proc *p)
         xb_hist_observe(&s->m.exec_duration, res->wall_ms * 1000);
         if ((tm = xb_metrics_tenant(&s->m, p->sbx->tenant)))
                 tm->execs_by_status[res->status]++;
+        audit_end(p, NULL);
 
         proc_answer_finished(p);
         /* An exec answered in full has nothing left to read: forget it. */
@@ -327,6 +365,12 @@ proc_error(void *ctx, int errnum, const char *stage)
         if (p->finished)
                 return;
         p->finished = true;
+        {
+                char why[160];
+
+                snprintf(why, sizeof(why), "%s: %s", stage ? stage : "spawn", strerror(errnum));
+                audit_end(p, why);
+        }
         proc_answer_spawn_error(p, errnum, stage);
         proc_unlink(p);
 }
@@ -469,6 +513,10 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         p->start_ms = xb_now_ms();
         if (p->timeout_ms)
                 xb_timer_start(x->core->loop, &p->hard, p->timeout_ms, on_hard, p);
+        /* What was asked, never the env's values or stdin. */
+        p->audit = json_pack("{s:o,s:o,s:s,s:b,s:o}", "argv", xb_audit_strv(spec->argv, 64), "cwd",
+                             xb_audit_str(spec->cwd), "user", spec->uid == 0 ? "root" : "user", "background",
+                             background, "env", xb_audit_env_names(spec->env));
         xb_sbx_ref(x);
         p->next = x->procs;
         x->procs = p;

@@ -31,6 +31,7 @@ struct xb_proc {
         bool stdin_close;            /* close stdin once stdin_buf drains */
         struct xb_timer hard, soft, drain;
         struct xb_result result;     /* valid once finished */
+        json_t *audit;               /* its exec event so far (argv, cwd, user), logged at the end */
         struct xb_call *exec;        /* the exec call, if any (it counts as a waiter) */
         struct xb_call *start;       /* process_start waits for the spawn */
         struct proc_waiter *waiters; /* wait and long-poll read calls */

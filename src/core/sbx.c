@@ -15,6 +15,7 @@
 #include "proc/env.h"
 #include "proc/initc.h"
 #include "core/sbx_int.h"
+#include "core/audit.h"
 
 static int
 by_id(const void *a, const void *b)
@@ -417,6 +418,10 @@ xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why)
         /* Init's death takes the pid namespace down; the pidfd says when. */
         xb_sandbox_kill(x->sb);
         x->core->m.sandboxes_deleted++;
+        /* Last: its processes' and cells' ends are logged above. */
+        xb_audit_add(x->audit, "delete", json_pack("{s:o}", "reason", xb_audit_str(x->error[0] ? x->error : NULL)));
+        xb_audit_close(x->audit);
+        x->audit = NULL;
 }
 
 int

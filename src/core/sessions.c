@@ -16,6 +16,7 @@
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "proc/initc.h"
+#include "core/audit.h"
 #include "core/core.h"
 #include "core/session_int.h"
 
@@ -85,6 +86,8 @@ xb_session_start(struct xb_sbx *x, const char *language, bool preload, struct xb
         ss->next = x->sessions;
         x->sessions = ss;
         x->nsessions++;
+        /* A pooled sandbox has no log yet: its warm session is not an event. */
+        xb_audit_add(x->audit, "session_create", json_pack("{s:s,s:s}", "session", ss->id, "language", ss->language));
         return ss;
 }
 
@@ -407,6 +410,7 @@ xb_session_delete(struct xb_session *ss)
                 xb_call_failf(call, XB_E_SESSION_DELETED, NULL, "the session was deleted before its interpreter started");
         }
         xb__session_died(ss, "the session was deleted");
+        xb_audit_add(x->audit, "session_delete", json_pack("{s:s}", "session", ss->id));
         xb_sbx_pending_del(x, ss->tag);
         for (struct xb_session **pp = &x->sessions; *pp; pp = &(*pp)->next)
                 if (*pp == ss) {

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/log.h"
+#include "core/audit.h"
 #include "proto/wire.h"
 #include "ops/catalog.h"
 #include "mcp/mcp.h"
@@ -145,6 +146,7 @@ routes_of(struct xb_mcp *mcp, struct xb_route *out, size_t cap)
                 { xb_api_routes_sandboxes, xb_api_nroutes_sandboxes, false },
                 { xb_api_routes_files, xb_api_nroutes_files, false },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions, false },
+                { xb_api_routes_events, xb_api_nroutes_events, false },
                 { xb_api_routes_plugin, xb_api_nroutes_plugin, false },
                 { xb_api_routes_mcp, xb_api_nroutes_mcp, true },
         };
@@ -212,7 +214,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         co = (struct xb_core_opts){ .max_sandboxes = s->o.max_sandboxes, .pool_size = s->o.pool_size,
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
-                                    .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max };
+                                    .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
+                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;
@@ -251,6 +254,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .ntokens = s->ntokens, .allowed_hosts = s->o.mcp_hosts, .nallowed_hosts = s->o.nmcp_hosts,
                 .admin = s->token_admin, .allow_origins = s->o.allow_origins,
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
+                .access_log = s->o.access_log,
         };
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {

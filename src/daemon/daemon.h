@@ -33,6 +33,9 @@ struct xb_server_opts {
         const char *const *allow_origins;   /* --allow-origin: CORS for browsers on these */
         size_t nallow_origins;
         const char *public_url;       /* --public-url: absolute, signed image links */
+        bool access_log;              /* one line per HTTP request on stderr */
+        uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
+        unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
 };
 
 struct xb_server {

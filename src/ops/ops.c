@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-static const struct xb_op *const areas[] = { xb_ops_sandbox, xb_ops_proc, xb_ops_files, xb_ops_sessions };
+static const struct xb_op *const areas[] = { xb_ops_sandbox, xb_ops_proc, xb_ops_files, xb_ops_sessions,
+                                             xb_ops_events };
 
 const struct xb_op *
 xb_op_find(const char *name)

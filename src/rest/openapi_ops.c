@@ -153,6 +153,28 @@ const struct xb_op_def xb_op_defs[] = {
           .body = TIMEOUT_BODY("The new idle time to live. null: keep the current one."),
           .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
 
+        { .method = "GET", .path = "/v1/sandboxes/{id}/events", .id = "sandbox_events", .tag = "sandboxes",
+          .summary = "Read a sandbox's audit log, or follow it.",
+          .description = "The sandbox's events in order (create, exec, file_write, file_delete, file_mkdir, "
+                         "file_move, session_create, session_delete, cell, limit, delete), each {offset, time_ms, "
+                         "type, ...}. JSON lines from offset (at most limit; X-Next-Offset says where to go on); "
+                         "with Accept: application/json one object {events, first_offset, next_offset, dropped, "
+                         "deleted}; with Accept: text/event-stream the events as they come, until the sandbox is "
+                         "deleted. A deleted sandbox's log stays readable for the server's --audit-keep. Env values, "
+                         "stdin and file contents are never logged.",
+          .params = "[{\"name\": \"offset\", \"in\": \"query\", \"required\": false, \"description\": "
+                    "\"The first event's offset (default 0).\", \"schema\": {\"type\": \"integer\", \"minimum\": 0}}, "
+                    "{\"name\": \"limit\", \"in\": \"query\", \"required\": false, \"description\": \"Most "
+                    "events to return (default 1000).\", \"schema\": {\"type\": \"integer\", \"minimum\": 1, "
+                    "\"maximum\": 10000}}]",
+          .sse = true, .sse_events = "event (one per audit event), then result ({next_offset, dropped, deleted})",
+          .reply = "{\"description\": \"The events, one JSON object a line.\", \"content\": "
+                   "{\"application/x-ndjson\": {\"schema\": {\"type\": \"string\"}}, \"application/json\": "
+                   "{\"schema\": {\"type\": \"object\", \"properties\": {\"events\": {\"type\": \"array\", "
+                   "\"items\": {\"type\": \"object\"}}, \"next_offset\": {\"type\": \"integer\"}, "
+                   "\"first_offset\": {\"type\": \"integer\"}, \"dropped\": {\"type\": \"integer\"}, "
+                   "\"deleted\": {\"type\": \"boolean\"}}, \"required\": [\"events\", \"next_offset\"]}}}}" },
+
         /* ---- commands and processes (api.c) ---- */
         { .tool = "run_command", .tag = "commands", .rest_optional = true, .sse = true, .errors = "410 429",
           .sse_events = "start ({pid}), then stdout and stderr ({data}) as the command prints, or error "

@@ -38,6 +38,8 @@ struct xb_sbx *xb_default_sandbox(struct xb_req *r);
 
 /* The route tables, in match order within each. */
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
-        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_plugin[], xb_api_routes_tools[];
+        xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_plugin[], xb_api_routes_tools[],
+        xb_api_routes_events[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
-        xb_api_nroutes_sessions, xb_api_nroutes_plugin, xb_api_nroutes_tools;
+        xb_api_nroutes_sessions, xb_api_nroutes_plugin, xb_api_nroutes_tools,
+        xb_api_nroutes_events;

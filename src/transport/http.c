@@ -347,11 +347,11 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
 
         (void)cls;
         (void)conn;
-        (void)toe;
         if (!r)
                 return;
         *con_cls = NULL;
         r->complete = true;
+        http_access_end(r, (int)toe);
         cb = r->on_gone;
         r->on_gone = NULL;
         if (cb)
@@ -401,6 +401,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 r->tenant = -1;
                 r->watch.fd = -1;
                 r->body.max = h->o.body_max;
+                http_access_begin(r);
                 r->path = strdup(url);
                 r->scratch = malloc(cap);
                 snprintf(r->method, sizeof(r->method), "%s", method);
@@ -530,11 +531,12 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
         }
         h->mhd = MHD(start_daemon)(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO,
                                    0, NULL, NULL, on_request, h,
+                                   /* First: MHD warns about options set before it (0.9.75). */
+                                   MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
                                    MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
                                    MHD_OPTION_CONNECTION_LIMIT, o->conn_limit ? o->conn_limit : 1024,
                                    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s ? o->conn_timeout_s : 60,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                                   MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
                                    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, h,
                                    MHD_OPTION_END);
         if (!h->mhd) {

@@ -51,6 +51,7 @@ struct xb_http_opts {
         unsigned conn_limit;
         unsigned conn_timeout_s;     /* idle connections; suspended ones do not time out */
         const char *const *tokens;   /* accepted bearer tokens; NULL = no auth */
+        bool access_log;             /* one line per request on stderr (access.c) */
         size_t ntokens;
         /* Host and Origin names /mcp accepts besides loopback (a proxy's). */
         const char *const *allowed_hosts;
@@ -89,6 +90,8 @@ const char *xb_req_body(const struct xb_req *r, size_t *len);
 /* "http://HOST" (https with X-Forwarded-Proto: https) from the request's
  * Host, which must look like a host name (else localhost), in buf. */
 const char *xb_req_base_url(const struct xb_req *r, char *buf, size_t cap);
+/* The request's id, as the access log and the X-Request-Id header show it. */
+const char *xb_req_id(const struct xb_req *r);
 /* Which token authenticated the request (index into opts.tokens), -1 if none. */
 int xb_req_tenant(const struct xb_req *r);
 /* The request may see global figures: an admin token, or no auth at all. */

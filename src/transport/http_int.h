@@ -42,6 +42,8 @@ struct xb_http {
         bool loopback;                /* the bound address is loopback (or a unix socket) */
         struct http_count (*counts)[COUNT_SLOTS];   /* per route, then one for unmatched requests */
         uint64_t auth_missing, auth_invalid;
+        uint32_t boot_tag;            /* request ids: this start's tag, then a count */
+        uint64_t nrequests;
 };
 
 struct xb_req {
@@ -80,6 +82,10 @@ struct xb_req {
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
         struct xb_stream *stream;
+        /* the access log */
+        char id[20];
+        uint64_t start_us, bytes;     /* bytes: the reply's body, as queued or streamed */
+        unsigned status;              /* 0 until replied */
 };
 
 struct xb_stream {
@@ -119,6 +125,11 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 /* stats.c */
 /* Count r's reply (its route's template and status). */
 void http_count_reply(struct xb_req *r, unsigned status);
+/* access.c */
+/* Give r its id and start time. */
+void http_access_begin(struct xb_req *r);
+/* r is complete: its access log line, when the log is on. */
+void http_access_end(struct xb_req *r, int toe);
 
 /* reply.c */
 /* Send resp (consumed) as r's one reply, with r's extra headers. */

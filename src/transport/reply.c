@@ -34,6 +34,8 @@ http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp)
         r->replied = true;
         r->on_gone = NULL;
         http_count_reply(r, status);
+        r->status = status;
+        MHD(add_response_header)(resp, "X-Request-Id", r->id);
         for (int i = 0; i < r->nhdr; i++)
                 MHD(add_response_header)(resp, r->hdr_name[i], r->hdr_value[i]);
         /* Before the body is in (libmicrohttpd 0.9.75 would then stop reading
@@ -76,7 +78,8 @@ xb_reply_bytes(struct xb_req *r, unsigned status, const char *ctype, const void 
         struct MHD_Response *resp;
 
         resp = MHD(create_response_from_buffer)(n, (void *)p, MHD_RESPMEM_MUST_COPY);
-
+        if (resp && !r->replied)
+                r->bytes = n;
         if (resp && ctype)
                 MHD(add_response_header)(resp, "Content-Type", ctype);
         http_queue(r, status, resp);
@@ -96,6 +99,8 @@ xb_reply_json(struct xb_req *r, unsigned status, json_t *body)
                 xb_reply_bytes(r, 503, "application/json", oom, sizeof(oom) - 1);
                 return;
         }
+        if (!r->replied)
+                r->bytes = strlen(s);
         resp = MHD(create_response_from_buffer)(strlen(s), s, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 free(s);
@@ -193,5 +198,7 @@ xb_reply_fd(struct xb_req *r, unsigned status, const char *ctype, int fd, uint64
         if (content_range)
                 MHD(add_response_header)(resp, "Content-Range", content_range);
         MHD(add_response_header)(resp, "Accept-Ranges", "bytes");
+        if (!r->replied)
+                r->bytes = len;
         http_queue(r, status, resp);
 }

@@ -38,6 +38,8 @@ stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
                         n = max;
                 memcpy(buf, s->pending.data + s->off, n);
                 s->off += n;
+                if (s->req)
+                        s->req->bytes += n;
                 if (s->off == s->pending.len) {
                         xb_buf_reset(&s->pending);
                         s->off = 0;
