@@ -133,6 +133,15 @@ ran(struct job *j, json_t *result, const struct xb_err *err)
 {
         if (!err)
                 j->run = json_incref(result);
+        if (j->run && j->spec.run_cpu_ms) {
+                const char *st = json_string_value(json_object_get(j->run, "status")) ?: "";
+                uint64_t cpu = (uint64_t)json_integer_value(json_object_get(j->run, "cpu_ms"));
+
+                /* SIGXCPU is cpu_limit already; this is a limit in between
+                 * whole seconds, or a program that outlived SIGXCPU. */
+                if (cpu > j->spec.run_cpu_ms && strcmp(st, "timeout") && strcmp(st, "memory_limit"))
+                        json_object_set_new(j->run, "status", json_string("cpu_limit"));
+        }
         finish(j, err);
 }
 
@@ -144,6 +153,19 @@ run_argv(struct job *j)
         json_t *argv = json_array(), *a;
         size_t i;
 
+        /* The kernel stops the program at its CPU limit, in whole seconds
+         * rounded up: SIGXCPU at the soft RLIMIT_CPU (the engine's
+         * cpu_limit), SIGKILL a second later if it was caught; uid 1000
+         * cannot raise the hard limit. ran() checks the exact limit. */
+        if (j->spec.run_cpu_ms) {
+                unsigned long long s = (j->spec.run_cpu_ms + 999) / 1000;
+
+                json_array_append_new(argv, json_string("/bin/sh"));
+                json_array_append_new(argv, json_string("-c"));
+                json_array_append_new(argv, json_sprintf("ulimit -S -t %llu && ulimit -H -t %llu && exec \"$@\"",
+                                                         s, s + 1));
+                json_array_append_new(argv, json_string("sh"));
+        }
         for (i = 0; i < 4 && l->run[i]; i++) {
                 if (!strcmp(l->run[i], "%m")) {
                         json_array_append_new(argv, json_string(main));

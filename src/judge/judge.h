@@ -51,12 +51,14 @@ struct xb_judge_spec {
         char *stdin_data;            /* NULL: none */
         json_t *args;                /* array of strings, or NULL */
         uint64_t compile_timeout_ms, run_timeout_ms;
+        uint64_t run_cpu_ms;         /* the run's CPU time limit; 0 = none (the wall timeout only) */
         uint64_t memory;             /* the run's memory limit in bytes; 0 = the server's */
         uint64_t output_limit;       /* per stream; 0 = the engine's default */
 };
 
 /* The outcome: the compile step's exec result (NULL when there is none),
- * the run's (NULL when compiling failed, or the job failed), or err when
+ * the run's (NULL when compiling failed, or the job failed; its status is
+ * "cpu_limit" when it went past spec.run_cpu_ms), or err when
  * the engine could not run it at all. mem_exceeded says the run went past
  * spec.memory by execbox's accounting (peak memory) or its OOM kill. All
  * borrowed, for the call only. */

@@ -422,6 +422,7 @@ sub_parse(struct xb_req *r, json_t *body, bool b64, json_t **ret_err)
         s->spec.stdin_data = TAKE_PTR(in);
         s->spec.compile_timeout_ms = 30000;
         s->spec.run_timeout_ms = (uint64_t)(wall * 1000);
+        s->spec.run_cpu_ms = (uint64_t)(cpu * 1000 + 0.5);
         s->spec.memory = (uint64_t)mem * 1024;
         if (argline) {
                 s->spec.args = json_array();

@@ -262,7 +262,7 @@ xb_piston_execute(struct xb_req *r)
         struct xb_judge_spec spec = { 0 };
         const char *lang, *version, *why = NULL, *in;
         json_t *args;
-        double ct, rt, cm, rm;
+        double ct, rt, rc, cm, rm;
         size_t len;
         const char *b = xb_req_body(r, &len);
         struct pending *p;
@@ -287,6 +287,10 @@ xb_piston_execute(struct xb_req *r)
             opt_num(body, "run_memory_limit", 0, (double)(64ull << 30), &rm) < 0) {
                 piston_error(r, 400, "compile_timeout and run_timeout (ms, at most %u) and the memory limits (bytes) "
                              "must be numbers, or -1 for the default", TIMEOUT_MAX);
+                return;
+        }
+        if (opt_num(body, "run_cpu_time", 0, TIMEOUT_MAX, &rc) < 0) {
+                piston_error(r, 400, "run_cpu_time (ms, at most %u) must be a number, or -1 for none", TIMEOUT_MAX);
                 return;
         }
         in = json_string_value(json_object_get(body, "stdin"));
@@ -327,6 +331,7 @@ xb_piston_execute(struct xb_req *r)
         spec.args = json_incref(args);
         spec.compile_timeout_ms = (uint64_t)ct;
         spec.run_timeout_ms = (uint64_t)rt;
+        spec.run_cpu_ms = (uint64_t)rc;
         /* one sandbox holds both stages: the larger limit bounds it, the run's is checked */
         spec.memory = (uint64_t)(rm ? rm : cm);
         p->r = r;

@@ -102,6 +102,22 @@ def test_piston_alias_base64_file_and_run_timeout(srv):
     assert out["run"]["signal"] == "SIGKILL" and out["run"]["status"] == "TO", out
 
 
+def test_piston_run_cpu_time(srv):
+    t = time.monotonic()
+    out = post(srv, "/api/v2/execute", {"language": "c", "version": "*", "run_timeout": 10000, "run_cpu_time": 1000,
+                                        "files": [{"content": "int main(){for(;;);}"}]}).json()
+    run = out["run"]
+    assert run["status"] == "TO" and run["signal"] == "SIGKILL" and run["message"] == "Time limit exceeded", out
+    assert 900 <= run["cpu_time"] <= 1500 and run["wall_time"] < 3000, out
+    assert time.monotonic() - t < 10
+    out = post(srv, "/api/v2/execute", {"language": "python", "version": "*", "run_cpu_time": 1000, "args": ["a b"],
+                                        "files": [{"content": "import sys\nprint(sys.argv[1:])"}]}).json()
+    assert out["run"]["stdout"] == "['a b']\n" and out["run"]["code"] == 0, out
+    r = post(srv, "/api/v2/execute", {"language": "python", "version": "*", "run_cpu_time": "x",
+                                      "files": [{"content": "1"}]})
+    assert r.status_code == 400 and "run_cpu_time" in r.json()["message"]
+
+
 def test_piston_multiple_files_and_memory_limit(srv):
     out = post(srv, "/api/v2/execute", {"language": "python", "version": "*", "files": [
         {"name": "main.py", "content": "import helper\nprint(helper.X)"},
@@ -186,6 +202,29 @@ def test_judge0_time_limit(srv):
                   "wall_time_limit": 2}, "?wait=true&fields=status,time,wall_time")
     assert r["status"]["id"] == 5, r
     assert set(r) == {"status", "time", "wall_time"} and float(r["wall_time"]) >= 1
+
+
+def test_judge0_cpu_limit_stops_the_run(srv):
+    # the CPU limit, not the wall clock, ends a spinning program
+    t = time.monotonic()
+    r = sub(srv, {"source_code": "int main(){for(;;);}", "language_id": 50, "cpu_time_limit": 1,
+                  "wall_time_limit": 10}, "?wait=true&fields=status,time,wall_time,message")
+    assert r["status"]["id"] == 5 and r["message"] == "Time limit exceeded", r
+    assert 0.9 <= float(r["time"]) <= 1.5 and float(r["wall_time"]) < 3, r
+    assert time.monotonic() - t < 10
+    # ignoring SIGXCPU buys one second, then SIGKILL
+    r = sub(srv, {"source_code": "#include <signal.h>\nint main(){signal(SIGXCPU,SIG_IGN);for(;;);}",
+                  "language_id": 50, "cpu_time_limit": 1, "wall_time_limit": 10},
+            "?wait=true&fields=status,time,wall_time")
+    assert r["status"]["id"] == 5 and 1.5 <= float(r["time"]) <= 2.5 and float(r["wall_time"]) < 4, r
+    # a program that sleeps uses no CPU: the wall limit still ends it
+    r = sub(srv, {"source_code": "import time\ntime.sleep(30)", "language_id": 71, "cpu_time_limit": 1,
+                  "wall_time_limit": 1.5}, "?wait=true&fields=status,time,wall_time")
+    assert r["status"]["id"] == 5 and float(r["time"]) < 0.5 and float(r["wall_time"]) >= 1.4, r
+    # under the limit, the program runs as before
+    r = sub(srv, {"source_code": "print(input())", "language_id": 71, "stdin": "hi", "cpu_time_limit": 1,
+                  "wall_time_limit": 10, "expected_output": "hi"})
+    assert r["status"]["id"] == 3, r
 
 
 def test_judge0_compilation_error(srv):
