@@ -284,7 +284,7 @@ call_free(void *data)
         json_decref(call->acc);
         free(call->sandbox);
         free(call->sid);
-        free(call->buf);
+        xb_tool_edit_clear(&call->edit);
         free(call);
 }
 

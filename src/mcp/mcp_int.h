@@ -2,10 +2,9 @@
  * contexts, calls, prompts, completion), mcp_op.c (the operations calls
  * run), hints.c (error texts and hints), mcp_tools.c (tools over
  * operations), mcp_files.c (read_file, edit_file), mcp_resources.c,
- * mcp_plugin.c (the plug-in registry) and mcp_schema.c (argument
- * checking), and for the plug-ins, such as the conformance fixtures of the
- * test build (tests/fixtures/mcp_fixtures.c). Not for the fronts: they
- * use mcp.h. */
+ * mcp_plugin.c (the plug-in registry), and for the plug-ins, such as
+ * the conformance fixtures of the test build (tests/fixtures/mcp_fixtures.c).
+ * Not for the fronts: they use mcp.h. */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -17,8 +16,8 @@
 
 #define MCP_CLIENTS_MAX 1000          /* legacy contexts at once (sessions, stdio) */
 #define MCP_CODE_SESSIONS_MAX 32      /* run_code interpreters remembered per context */
-#define MCP_EDITS_MAX 32              /* undo_edit history per context */
-#define MCP_EDIT_BYTES_MAX (16u << 20)
+#define MCP_EDITS_MAX XB_TOOL_EDITS_MAX          /* undo_edit history per context */
+#define MCP_EDIT_BYTES_MAX XB_TOOL_EDIT_BYTES_MAX
 #define MCP_SANDBOX_TTL_S 1800        /* the default sandbox's idle time to live */
 
 enum mcp_log_level { LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERROR, LOG_CRITICAL, LOG_ALERT,
@@ -27,13 +26,6 @@ enum mcp_log_level { LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERROR, LO
 struct code_session {
         struct code_session *next;
         char *sandbox, *language, *sid;
-};
-
-struct edit_record {
-        struct edit_record *next;     /* newest first */
-        char *sandbox, *path;
-        char *data;                   /* the content before the edit */
-        size_t len;
 };
 
 struct xb_mcp_client {
@@ -52,9 +44,7 @@ struct xb_mcp_client {
         struct xb_mcp_call *calls;    /* in flight */
         struct code_session *code;
         unsigned ncode;
-        struct edit_record *edits;
-        unsigned nedits;
-        size_t edit_bytes;
+        struct xb_edit_hist edits;    /* edit_file's undo history */
         json_t *subs;                 /* legacy resources/subscribe: URIs */
         uint64_t idle_ms, last_ms;
         struct xb_timer idle;
@@ -113,8 +103,7 @@ struct xb_mcp_call {
         bool on_default, retried;
         char *sid;                    /* run_code: the interpreter */
         json_t *acc;                  /* edit state, a resource's path, ... */
-        char *buf;                    /* file content being edited */
-        size_t buf_len;
+        struct xb_tool_edit edit;     /* edit_file's work between read and write */
         uint64_t start_ms, last_progress_ms, bytes;
         unsigned step;
         double progress;
@@ -256,8 +245,9 @@ void mcp_plugins_core_free(struct xb_mcp *m);
 /* -ENOENT, with a message, if o->plugins names one not in this binary. */
 int mcp_plugins_check(const struct xb_mcp_opts *o, struct xb_err *err);
 
-/* ---- mcp_schema.c ---- */
-/* Check a tool's arguments against its input schema (the strict subset
- * the catalog uses, plus the fixtures' plain schemas). -EINVAL with a
- * message naming the argument. */
-int mcp_args_check(json_t *schema, json_t *args, struct xb_err *err);
+/* Check a tool's arguments against its input schema (ops/tool_schema.c). */
+static inline int
+mcp_args_check(json_t *schema, json_t *args, struct xb_err *err)
+{
+        return xb_tool_args_check(schema, args, err);
+}

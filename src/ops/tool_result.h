@@ -18,6 +18,8 @@
 #define XB_TOOL_FILE_MAX (8u << 20)          /* bytes read_file and edit_file read of a file */
 #define XB_TOOL_VIEW_LINES_MAX 2000          /* lines read_file returns when no range is given */
 #define XB_TOOL_VIEW_BYTES_MAX (256u << 10)
+#define XB_TOOL_EDITS_MAX 32                 /* edit_file's undo history, per history */
+#define XB_TOOL_EDIT_BYTES_MAX (16u << 20)
 
 /* ---- tool_result.c ---- */
 json_t *xb_tool_text_block(const char *text);
@@ -56,3 +58,56 @@ size_t *xb_tool_line_starts(const char *s, size_t n, size_t *ret_n);
 /* Lines from..to of s as `cat -n` shows them. */
 void xb_tool_numbered(struct xb_buf *b, const char *s, size_t n, const size_t *starts, size_t nlines, size_t from,
                       size_t to);
+
+/* ---- tool_schema.c ---- */
+/* Check a tool's arguments against its input schema (the strict subset
+ * the catalog uses, plus the fixtures' plain schemas). -EINVAL with a
+ * message naming the argument. */
+int xb_tool_args_check(json_t *schema, json_t *args, struct xb_err *err);
+
+/* ---- tool_edit.c ---- */
+/* edit_file's undo history: the content before each edit, newest first,
+ * at most XB_TOOL_EDITS_MAX records and XB_TOOL_EDIT_BYTES_MAX bytes (the
+ * oldest go first). The adapter owns it; zeroed is empty. */
+struct xb_edit_rec {
+        struct xb_edit_rec *next;
+        char *sandbox, *path;
+        char *data;
+        size_t len;
+};
+struct xb_edit_hist {
+        struct xb_edit_rec *head;
+        unsigned n;
+        size_t bytes;
+};
+void xb_edit_hist_free(struct xb_edit_hist *h);
+/* Drop the records of the sandboxes keep says no to. */
+void xb_edit_hist_prune(struct xb_edit_hist *h, bool (*keep)(const char *sandbox, void *ctx), void *ctx);
+
+/* One edit_file call's work: the view or error text for the model, or the
+ * file's text before (old) and after (data, len) the edit. */
+struct xb_tool_edit {
+        char *text;
+        json_t *old;
+        char *data;
+        size_t len;
+};
+/* "/home/user/x" for a relative x (malloc'd). */
+char *xb_tool_abs_path(const char *p);
+/* What the arguments (checked against the schema) lack, or NULL. */
+const char *xb_tool_edit_why(json_t *args);
+/* Run the command in args on the text s of path (n bytes; cut: only its
+ * start was read) in sandbox: -1 with the error in e->text, 0 with the
+ * view in e->text, 1 with the new content to write with write_file (for
+ * undo_edit, taken from h). e->text may be NULL when out of memory. */
+int xb_tool_edit_text(json_t *args, const char *path, const char *s, size_t n, bool cut, struct xb_edit_hist *h,
+                      const char *sandbox, struct xb_tool_edit *e);
+/* The new content as write_file's content; NULL with the error in e->text. */
+json_t *xb_tool_edit_content(struct xb_tool_edit *e);
+/* Once written: remember the old content in h (not for undo_edit), and
+ * the answer, a diff (malloc'd). */
+char *xb_tool_edit_done(json_t *args, const char *path, struct xb_tool_edit *e, struct xb_edit_hist *h,
+                        const char *sandbox);
+/* view of a directory: list_files's result at depth 2 as text (malloc'd). */
+char *xb_tool_edit_listing(const char *path, json_t *list);
+void xb_tool_edit_clear(struct xb_tool_edit *e);

@@ -10,6 +10,7 @@
 
 #include "base/cleanup.h"
 #include "ops/jsonv.h"
+#include "ops/tool_result.h"
 #include "rest/rest.h"
 #include "rest/call.h"
 
@@ -21,6 +22,11 @@ xb_rest_clear(struct xb_rest *rs)
                         free(rs->default_sbx[i]);
         free(rs->default_sbx);
         rs->default_sbx = NULL;
+        if (rs->edits)
+                for (size_t i = 0; i < (rs->ntenants ? rs->ntenants : 1); i++)
+                        xb_edit_hist_free(&rs->edits[i]);
+        free(rs->edits);
+        rs->edits = NULL;
 }
 
 void

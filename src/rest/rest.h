@@ -8,6 +8,8 @@
 #include "core/core.h"
 #include "transport/http.h"
 
+struct xb_edit_hist;
+
 struct xb_rest {
         struct xb_core *core;
         struct xb_http *http;       /* for absolute URLs; NULL until it listens */
@@ -15,6 +17,7 @@ struct xb_rest {
         bool require_guide;         /* Pandora: exec needs guideFollowed */
         size_t ntenants;            /* tenant ids are 0..ntenants-1 */
         char **default_sbx;         /* per tenant: the plugin routes' sandbox id, or NULL */
+        struct xb_edit_hist *edits; /* per tenant: the tool bridge's edit_file undo history */
         const struct xb_route *routes;   /* every route the front serves, for /openapi.json */
         size_t nroutes;
 };
@@ -26,7 +29,7 @@ xb_rest_of(const struct xb_req *r)
         return xb_req_app(r);
 }
 
-/* Free what the context owns (the default sandboxes' ids). */
+/* Free what the context owns (the default sandboxes' ids, the edit histories). */
 void xb_rest_clear(struct xb_rest *rs);
 
 /* 400 with the validation message and a hint. */

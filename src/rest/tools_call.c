@@ -13,7 +13,9 @@
  * anthropic_block). The words are MCP's (ops/tool_result.h). A tool
  * without sandbox_id uses the tenant's default sandbox, as the plugin
  * routes do; run_code keeps one interpreter per sandbox and language.
- * edit_file is MCP's only: its undo history belongs to an MCP session. */
+ * edit_file is MCP's (ops/tool_edit.c) over read_file, write_file and
+ * list_files, with one undo history per tenant (records keyed by sandbox
+ * and path, those of sandboxes gone dropped as it grows). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +40,9 @@ struct bridge {
         char *call_id;
         char *sandbox;              /* the sandbox it runs in, or NULL */
         bool inside;                /* still in the handler, which frees */
+        enum { EDIT_NONE, EDIT_READ, EDIT_WRITE, EDIT_LIST } edit;   /* edit_file's step */
+        char *path;                 /* edit_file: the absolute path */
+        struct xb_tool_edit ed;     /* its work between read and write */
 };
 
 static void
@@ -46,6 +51,8 @@ bridge_free(struct bridge *b)
         json_decref(b->args);
         free(b->call_id);
         free(b->sandbox);
+        free(b->path);
+        xb_tool_edit_clear(&b->ed);
         free(b);
 }
 
@@ -152,6 +159,9 @@ end(struct bridge *b)
                 bridge_free(b);
 }
 
+static void edit_step(struct bridge *b, json_t *o);
+static bool edit_failed(struct bridge *b, const struct xb_err *err);
+
 static void
 on_done(void *ctx, json_t *o)
 {
@@ -160,6 +170,10 @@ on_done(void *ctx, json_t *o)
         json_t *content = NULL, *structured = NULL;
         _cleanup_free_ char *text = NULL;
 
+        if (b->edit) {
+                edit_step(b, o);
+                return;
+        }
         if (!strcmp(t->name, "read_file")) {
                 if (xb_tool_read_view(b->args, o, &content, &structured, &text) < 0)
                         answer_text_error(b, "invalid_request", text ? text : "out of memory", "see the message");
@@ -194,6 +208,8 @@ on_fail(void *ctx, const struct xb_err *err)
 {
         struct bridge *b = ctx;
 
+        if (b->edit && edit_failed(b, err))
+                return;
         answer_fail(b, err);
         end(b);
 }
@@ -349,6 +365,172 @@ code_session(struct bridge *b, struct xb_sbx *x, struct xb_err *err)
         return ss ? xb_session_id(ss) : NULL;
 }
 
+/* ---- edit_file ---- */
+
+/* The next operation of a call already running (from its sink). */
+static void
+chain_op(struct bridge *b, const char *name, json_t *args)
+{
+        const struct xb_op *op = xb_op_find(name);
+
+        if (!args || !op || !(b->call = xb_call_new(&bridge_sink, b, 0))) {
+                answer_text_error(b, "internal", "out of memory", "retry");
+                end(b);
+                return;
+        }
+        xb_op_run(op, xb_rest_of(b->req)->core, xb_req_tenant(b->req), args, b->call);
+}
+
+/* The tenant's history, made on first use; records of sandboxes gone are
+ * dropped before a new one is kept. */
+static bool
+sandbox_alive(const char *id, void *ctx)
+{
+        struct xb_req *r = ctx;
+
+        return xb_sbx_find(xb_rest_of(r)->core, id, xb_req_tenant(r)) != NULL;
+}
+
+static struct xb_edit_hist *
+edit_hist(struct xb_req *r)
+{
+        struct xb_rest *rs = xb_rest_of(r);
+        size_t n = rs->ntenants ? rs->ntenants : 1, t = (size_t)xb_req_tenant(r);
+
+        if (!rs->edits && !(rs->edits = calloc(n, sizeof(*rs->edits))))
+                return NULL;
+        return t < n ? &rs->edits[t] : NULL;
+}
+
+/* An error text of ops/tool_edit.c: "Error: MESSAGE (code). Hint: HINT". */
+static void
+answer_edit_error(struct bridge *b, const char *text)
+{
+        const char *msg = text ? text : "Error: out of memory (out_of_memory). Hint: retry.";
+        const char *hint = strstr(msg, " Hint: "), *code, *end_msg = hint ? hint : msg + strlen(msg), *p;
+        char cbuf[40] = "invalid_request";
+
+        if (!strncmp(msg, "Error: ", 7))
+                msg += 7;
+        /* The code is the last "(word)" before the hint. */
+        for (p = end_msg; p > msg && p[-1] != '('; p--)
+                ;
+        code = p > msg ? p : NULL;
+        if (code && (p = memchr(code, ')', (size_t)(end_msg - code))) && (size_t)(p - code) < sizeof(cbuf)) {
+                memcpy(cbuf, code, (size_t)(p - code));
+                cbuf[p - code] = '\0';
+                end_msg = code - 1;
+                while (end_msg > msg && end_msg[-1] == ' ')
+                        end_msg--;
+        }
+        answer(b, json_pack("[o]", xb_tool_text_block(text ? text : msg)), NULL,
+               json_pack("{s:s,s:s%,s:s}", "code", cbuf, "message", msg, (size_t)(end_msg - msg), "hint",
+                         hint ? hint + 7 : "see the message"));
+}
+
+static void
+edit_answer(struct bridge *b, const char *text)
+{
+        answer(b, json_pack("[o]", xb_tool_text_block(text ? text : "")),
+               json_pack("{s:s,s:s}", "path", b->path, "output", text ? text : ""), NULL);
+}
+
+static void
+edit_step(struct bridge *b, json_t *o)
+{
+        struct xb_edit_hist *h = edit_hist(b->req);
+        _cleanup_free_ char *owned = NULL, *text = NULL;
+        json_t *content, *args;
+        const char *s;
+        size_t n = 0;
+        int k;
+
+        if (b->edit == EDIT_LIST || b->edit == EDIT_WRITE) {
+                text = b->edit == EDIT_LIST ? xb_tool_edit_listing(b->path, o)
+                                            : h ? xb_tool_edit_done(b->args, b->path, &b->ed, h, b->sandbox) : NULL;
+                json_decref(o);
+                edit_answer(b, text);
+                end(b);
+                return;
+        }
+        if (!h || !(s = xb_tool_file_data(o, &owned, &n))) {
+                answer_edit_error(b, h ? "Error: the file's content could not be read. Hint: retry." : NULL);
+                json_decref(o);
+                end(b);
+                return;
+        }
+        k = xb_tool_edit_text(b->args, b->path, s, n, xb_tool_file_cut(o, n), h, b->sandbox, &b->ed);
+        json_decref(o);
+        if (k <= 0) {
+                if (k == 0)
+                        edit_answer(b, b->ed.text);
+                else
+                        answer_edit_error(b, b->ed.text);
+                end(b);
+                return;
+        }
+        if (!(content = xb_tool_edit_content(&b->ed))) {
+                answer_edit_error(b, b->ed.text);
+                end(b);
+                return;
+        }
+        xb_edit_hist_prune(h, sandbox_alive, b->req);
+        b->edit = EDIT_WRITE;
+        args = json_pack("{s:s,s:s,s:o}", "id", b->sandbox, "path", b->path, "content", content);
+        chain_op(b, "write_file", args);
+        json_decref(args);
+}
+
+/* view of a directory lists it; true when it went on. */
+static bool
+edit_failed(struct bridge *b, const struct xb_err *err)
+{
+        json_t *args;
+
+        if (b->edit != EDIT_READ || err->ecode != XB_E_IS_A_DIRECTORY ||
+            strcmp(json_string_value(json_object_get(b->args, "command")), "view"))
+                return false;
+        b->edit = EDIT_LIST;
+        args = json_pack("{s:s,s:s,s:i}", "id", b->sandbox, "path", b->path, "depth", 2);
+        chain_op(b, "list_files", args);
+        json_decref(args);
+        return true;
+}
+
+static void
+edit_go(struct bridge *b)
+{
+        struct xb_err err = { 0 };
+        const char *why;
+        json_t *args;
+
+        if (xb_tool_args_check(b->tool->input, b->args, &err) < 0) {
+                answer_text_error(b, "invalid_arguments", err.msg, "see the tool's input schema and call edit_file "
+                                  "again");
+                bridge_free(b);
+                return;
+        }
+        if ((why = xb_tool_edit_why(b->args))) {
+                answer_text_error(b, "invalid_arguments", why, "fix the argument and call edit_file again");
+                bridge_free(b);
+                return;
+        }
+        if (!pick_sandbox(b, &(struct xb_sbx *){ NULL })) {
+                bridge_free(b);
+                return;
+        }
+        if (!b->sandbox || !(b->path = xb_tool_abs_path(json_string_value(json_object_get(b->args, "path"))))) {
+                answer_text_error(b, "internal", "out of memory", "retry");
+                bridge_free(b);
+                return;
+        }
+        b->edit = EDIT_READ;
+        args = json_pack("{s:s,s:s,s:I}", "id", b->sandbox, "path", b->path, "max_bytes",
+                         (json_int_t)XB_TOOL_FILE_MAX + 1);
+        run_op(b, "read_file", args);
+        json_decref(args);
+}
+
 static void
 tool_call(struct xb_req *r)
 {
@@ -402,6 +584,10 @@ tool_call(struct xb_req *r)
 
                 answer(b, json_pack("[o]", xb_tool_text_block(g ?: "")), json_pack("{s:s}", "guide", g ?: ""), NULL);
                 bridge_free(b);
+                return;
+        }
+        if (!strcmp(t->name, "edit_file")) {
+                edit_go(b);
                 return;
         }
         if (!t->op) {

@@ -108,8 +108,8 @@ def test_errors_are_is_error_with_message_and_hint(server):
     res = call(server, "run_command", {"cmd": "exit 3"})   # a failing command is a result, not an error
     assert not res["is_error"] and res["structured"]["exit_code"] == 3
 
-    res = call(server, "edit_file", {"path": "/x", "command": "view"})
-    assert res["is_error"] and res["error"]["code"] == "unsupported"
+    res = call(server, "edit_file", {"path": "/x", "command": "nope"})
+    assert res["is_error"] and res["error"]["code"] == "invalid_arguments"
 
     r = server.post("/v1/tools/no_such_tool", {})
     assert r.status_code == 404 and r.json()["error"]["code"] == "tool_not_found"
@@ -117,6 +117,45 @@ def test_errors_are_is_error_with_message_and_hint(server):
     assert r.status_code == 400 and "list_files" in r.json()["error"]["message"]
     r = server.request("POST", "/v1/tools/run_command", data="[1]")
     assert r.status_code == 400
+
+
+def test_edit_file(server):
+    path = "/home/user/edit.txt"
+    call(server, "write_file", {"path": path, "content": "a\nb\na\n"})
+    res = call(server, "edit_file", {"command": "view", "path": "edit.txt", "view_range": [2, -1]})
+    assert not res["is_error"], res
+    assert res["text"] == f"Here's the result of running `cat -n` on {path}:\n     2\tb\n     3\ta\n"
+    assert res["structured"]["path"] == path and res["structured"]["output"] == res["text"]
+
+    res = call(server, "edit_file", shapes("edit_file", {"command": "str_replace", "path": path, "old_str": "a",
+                                                         "new_str": "x"}, "c9")["anthropic"])
+    assert res["is_error"] and res["error"]["code"] == "not_unique", res
+    assert "occurs 2 times" in res["text"] and "on lines 1, 3" in res["text"] and res["error"]["hint"]
+    check_messages(res, "c9")
+
+    res = call(server, "edit_file", {"command": "str_replace", "path": path, "old_str": "b\n", "new_str": "B\n"})
+    assert not res["is_error"], res
+    assert res["text"].startswith(f"Edited {path}. The change:\n--- {path}\n+++ {path}\n")
+    assert "-b\n+B\n" in res["text"] and "undo_edit" in res["text"]
+    res = call(server, "edit_file", {"command": "insert", "path": path, "insert_line": 0, "new_str": "top"})
+    assert not res["is_error"], res
+    assert call(server, "read_file", {"path": path})["structured"]["content"] == "top\na\nB\na\n"
+
+    res = call(server, "edit_file", {"command": "undo_edit", "path": path})
+    assert not res["is_error"] and res["text"].startswith(f"Undid the last edit of {path}."), res
+    assert call(server, "read_file", {"path": path})["structured"]["content"] == "a\nB\na\n"
+    res = call(server, "edit_file", {"command": "undo_edit", "path": path})
+    assert not res["is_error"], res
+    assert call(server, "read_file", {"path": path})["structured"]["content"] == "a\nb\na\n"
+    res = call(server, "edit_file", {"command": "undo_edit", "path": path})
+    assert res["is_error"] and res["error"]["code"] == "no_history", res
+
+    res = call(server, "edit_file", {"command": "view", "path": "/home/user"})
+    assert not res["is_error"] and path in res["text"], res
+    res = call(server, "edit_file", {"command": "insert", "path": path})
+    assert res["is_error"] and res["error"]["code"] == "invalid_arguments", res
+    res = call(server, "edit_file", {"command": "view", "path": "/home/user/missing.txt"})
+    assert res["is_error"] and res["error"]["code"] == "file_not_found", res
 
 
 def test_run_code_guide_and_sandbox_tools(server):

@@ -4,7 +4,8 @@
  * maxItems, minimum, maximum, anyOf) plus minLength and maxLength. A
  * keyword it does not know is ignored, never an error. A required
  * argument whose schema allows null may be left out: it means null, as in
- * OpenAI's strict mode. Bounded: at most 32 levels deep. */
+ * OpenAI's strict mode. Bounded: at most 32 levels deep. For every
+ * adapter that runs tool calls (MCP, the REST bridge). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -12,7 +13,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "mcp/mcp_int.h"
+#include "ops/tool_result.h"
 
 #define DEPTH_MAX 32
 
@@ -182,7 +183,7 @@ check(json_t *s, json_t *v, const char *where, unsigned depth, struct xb_err *er
 }
 
 int
-mcp_args_check(json_t *schema, json_t *args, struct xb_err *err)
+xb_tool_args_check(json_t *schema, json_t *args, struct xb_err *err)
 {
         return check(schema, args ? args : json_null(), "", 0, err);
 }
