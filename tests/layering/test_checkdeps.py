@@ -153,9 +153,9 @@ def test_adapter_including_adapter_fails(tmp_path):
                     'peers')
     assert bad == [
         'src/e2b/e2b.c:1: [peers] e2b includes "rest/status.h": the adapters '
-        '(e2b, mcp, rest) are peers and never include each other',
+        '(e2b, judge, mcp, rest) are peers and never include each other',
         'src/rest/api_mcp.c:2: [peers] rest includes "mcp/mcp.h": the adapters '
-        '(e2b, mcp, rest) are peers and never include each other',
+        '(e2b, judge, mcp, rest) are peers and never include each other',
     ]
 
 
@@ -296,14 +296,14 @@ def test_table_is_the_architecture():
     assert below['core'] == {'base', 'proto', 'sandbox', 'proc'}
     assert below['ops'] == engine - {'ops'}
     assert below['transport'] == {'base'}
-    for a in ('rest', 'mcp', 'e2b'):
+    for a in ('rest', 'mcp', 'e2b', 'judge'):
         assert below[a] == engine | {'transport'}
     assert below['plugin'] == engine | {'transport', 'rest'}
     assert below['daemon'] == set(t.lower) - {'init', 'cli', 'daemon'}
     assert below['cli'] == set(t.lower) - {'init', 'cli'}
-    assert t.peers == {'rest', 'mcp', 'e2b'}
+    assert t.peers == {'rest', 'mcp', 'e2b', 'judge'}
     assert t.pure == engine | {'init'}
-    assert t.protocol_layers == {'transport', 'rest', 'mcp', 'plugin', 'e2b'}
+    assert t.protocol_layers == {'transport', 'rest', 'mcp', 'plugin', 'e2b', 'judge'}
     assert t.protocol_headers == {'microhttpd.h'}
 
 
