@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -146,8 +147,15 @@ def test_unit_runs_sandboxes_under_systemd(tmp_path):
     limit, and a stop removes every sandbox cgroup."""
     unit = tmp_path / "execbox.service"
     unit.write_text(UNIT_IN.read_text().replace("@BINDIR@", "/run/xb-bin"))
-    r = subprocess.run([str(BOOT), str(unit), EXECBOX, "/usr/bin/python3", str(SMOKE)], capture_output=True,
-                       text=True, timeout=300)
+    # The boot has a /tmp of its own, and the work tree may be under /tmp
+    # (or /home, /root): the check goes where the boot can see it.
+    smoke_dir = tempfile.mkdtemp(prefix="xb-smoke.", dir="/var/tmp")
+    try:
+        smoke = shutil.copy(SMOKE, smoke_dir)
+        r = subprocess.run([str(BOOT), str(unit), EXECBOX, "/usr/bin/python3", smoke], capture_output=True,
+                           text=True, timeout=300)
+    finally:
+        shutil.rmtree(smoke_dir, ignore_errors=True)
     out = r.stdout
     assert r.returncode == 0 and "\nOK\n" in out, out + r.stderr
     assert "status: listening on http://127.0.0.1:8000\n" in out
