@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/core.h"
 
@@ -59,4 +60,19 @@ xb_op_body(json_t *args, const char *const *path)
         for (const char *const *k = path; b && *k; k++)
                 json_object_del(b, *k);
         return b;
+}
+
+/* A name such as df or results.mean. */
+bool
+xb_op_identifier(const char *s)
+{
+        size_t n = s ? strlen(s) : 0;
+
+        if (n == 0 || n > 200)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!(s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                      (i && s[i] >= '0' && s[i] <= '9')))
+                        return false;
+        return true;
 }

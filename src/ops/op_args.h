@@ -1,6 +1,7 @@
 /* What the operations share about their arguments: the sandbox and the
  * process they name, and their body fields apart from the path's. */
 #pragma once
+#include <stdbool.h>
 #include <jansson.h>
 
 #include "core/call.h"
@@ -19,3 +20,5 @@ struct xb_proc *xb_op_process(struct xb_core *core, int tenant, json_t *args, st
 /* args without the path's keys (NULL-terminated): a new object sharing
  * its values, so field checks see only the body. NULL when out of memory. */
 json_t *xb_op_body(json_t *args, const char *const *path);
+/* A variable name such as df or results.mean (letters, digits, _ and .). */
+bool xb_op_identifier(const char *s);

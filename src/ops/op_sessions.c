@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/sessions.h"
 #include "ops/jsonv.h"
+#include "ops/op_args.h"
 #include "ops/ops.h"
 
 #define CODE_MAX (4u << 20)
@@ -217,21 +218,6 @@ session_input(struct xb_core *core, int tenant, json_t *args, struct xb_call *ca
         xb_call_done(call, json_pack("{s:b}", "ok", 1));
 }
 
-/* A name such as df or results.mean. */
-static bool
-identifier(const char *s)
-{
-        size_t n = s ? strlen(s) : 0;
-
-        if (n == 0 || n > 200)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!(s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                      (i && s[i] >= '0' && s[i] <= '9')))
-                        return false;
-        return true;
-}
-
 static void
 get_variable(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
@@ -240,7 +226,7 @@ get_variable(struct xb_core *core, int tenant, json_t *args, struct xb_call *cal
 
         if (!ss)
                 return;
-        if (!identifier(name)) {
+        if (!xb_op_identifier(name)) {
                 xb_call_failf(call, XB_E_BAD_VARIABLE_NAME, NULL, "`%.64s` is not a variable name", name ? name : "");
                 return;
         }

@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/cleanup.h"
 #include "ops/jsonv.h"
+#include "ops/op_args.h"
 #include "rest/rest.h"
 #include "core/sessions.h"
 #include "rest/call.h"
@@ -387,20 +388,6 @@ dm_shape(struct xb_req *r, const char *event, json_t *data)
 
 static const struct xb_rest_decor dm_decor = { .shape = dm_shape };
 
-static bool
-identifier(const char *s)
-{
-        size_t n = s ? strlen(s) : 0;
-
-        if (n == 0 || n > 200)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!(s[i] == '_' || s[i] == '.' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                      (i && s[i] >= '0' && s[i] <= '9')))
-                        return false;
-        return true;
-}
-
 static void
 dm_run_cell(struct xb_req *r)
 {
@@ -430,7 +417,7 @@ dm_variable(struct xb_req *r)
         _cleanup_(xb_json_decrefp) json_t *args = json_object();
         const char *name = xb_req_param(r, 0);
 
-        if (!identifier(name)) {
+        if (!xb_op_identifier(name)) {
                 xb_reply_error(r, 400, "invalid_request", "use a variable name", "`%.64s` is not a variable name",
                                name ? name : "");
                 return;
