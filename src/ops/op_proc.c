@@ -262,6 +262,18 @@ op_read(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         xb_proc_read(p, c, oo, eo, max ? max : 1, wait_s * 1000);
 }
 
+/* A process operation's body: args without the path's keys; NULL (and c
+ * answered) when out of memory. */
+static json_t *
+proc_body(json_t *args, struct xb_call *c)
+{
+        json_t *body = xb_op_body(args, path_pid);
+
+        if (!body)
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+        return body;
+}
+
 static void
 op_input(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
@@ -272,13 +284,8 @@ op_input(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         const char *data = "";
         bool eof = false;
 
-        if (!p)
+        if (!p || !(body = proc_body(args, c)))
                 return;
-        body = xb_op_body(args, path_pid);
-        if (!body) {
-                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
-                return;
-        }
         if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_str(body, "data", STDIN_MAX, &data, &err) < 0 ||
             xb_jsonv_bool(body, "eof", &eof, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID_STDIN);
@@ -323,13 +330,8 @@ op_kill(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         json_t *v;
         int sig;
 
-        if (!p)
+        if (!p || !(body = proc_body(args, c)))
                 return;
-        body = xb_op_body(args, path_pid);
-        if (!body) {
-                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
-                return;
-        }
         if (xb_jsonv_fields(body, fields, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);
                 return;
@@ -357,13 +359,8 @@ op_wait(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         struct xb_err err = { 0 };
         uint64_t t = 0;
 
-        if (!p)
+        if (!p || !(body = proc_body(args, c)))
                 return;
-        body = xb_op_body(args, path_pid);
-        if (!body) {
-                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
-                return;
-        }
         if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_seconds(body, "timeout_s", 0, 86400, &t, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);
                 return;
