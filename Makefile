@@ -253,6 +253,17 @@ check: deps
 	$(MAKE) packaging-test
 	$(MAKE) http-test
 
+# Debian's 6.1 kernel on pure cgroup v2 in QEMU (tools/vm/): the unit tests
+# and the integration suite (a named subset under TCG) on this build. Its
+# self-test first: a deliberately failing guest test must fail it.
+.PHONY: check-vm check-vm-selftest
+check-vm: all $(UNIT_BIN)
+	tools/vm/selftest.sh
+	tools/vm/run.sh
+
+check-vm-selftest: all
+	tools/vm/selftest.sh
+
 # The server in the foreground; Ctrl-C stops it and removes every sandbox.
 LISTEN ?= 127.0.0.1:8000
 STATE_DIR ?= /var/lib/execbox

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# check-vm's self-test: boot the guest with a test that fails on purpose
+# (tools/vm/selftest/test_canary.py) and require that tools/vm/run.sh fails,
+# for that test, after the guest ran its passing control.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+log=$(mktemp /tmp/execbox-vm-selftest.XXXXXX)
+trap 'rm -f "$log"' EXIT
+XB_VM_UNIT=0 XB_VM_TESTS=tools/vm/selftest/test_canary.py XB_VM_PYTEST_ARGS=-rA XB_VM_LOG="$log" XB_VM_TIMEOUT=600 \
+	"$here/run.sh" >/dev/null 2>&1
+rc=$?
+fail() { echo "check-vm self-test: $*" >&2; cat "$log" >&2; exit 1; }
+[ "$rc" -ne 0 ] || fail "run.sh passed although a guest test failed"
+grep -q 'PASSED tools/vm/selftest/test_canary.py::test_guest_is_pure_cgroup_v2' "$log" ||
+	fail "the guest's control test did not pass (rc=$rc)"
+grep -q 'FAILED tools/vm/selftest/test_canary.py::test_deliberate_failure' "$log" ||
+	fail "run.sh failed (rc=$rc), but not for the deliberate failure"
+echo "check-vm self-test: a failing guest test fails check-vm (rc=$rc), as it must"
