@@ -203,6 +203,12 @@ xb_jsonv_env(json_t *obj, const char *key, char ***ret, size_t *ret_n, struct xb
                         xb_strv_free(out);
                         return xb_err_msg(err, EINVAL, "`%s.%.64s` must be a string without NUL", key, k);
                 }
+                /* "A=B": "C" would set A to "B=C": the key is the whole name. */
+                if (strchr(k, '=')) {
+                        xb_strv_free(out);
+                        return xb_err_msg(err, EINVAL, "environment name `%.64s` may hold only letters, digits and _",
+                                          k);
+                }
                 if (asprintf(&out[n], "%s=%s", k, json_string_value(val)) < 0) {
                         out[n] = NULL;
                         xb_strv_free(out);
