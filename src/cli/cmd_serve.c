@@ -36,6 +36,7 @@ serve_usage(FILE *f)
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
               "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"
+              "  --cgroup-prefix NAME   name sandbox cgroups NAME-uN (default execbox)\n"
               "  --access-log on|off    one line per HTTP request on stderr (default on)\n"
               "  --audit-keep DURATION  keep a deleted sandbox's audit log this long (default 10m)\n"
               "  --audit-max N          audit events kept per sandbox, oldest dropped (default 10000)\n"

@@ -27,7 +27,7 @@
 
 enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
-        O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+        O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_CGROUP_PREFIX, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE,
         O_ORIGIN, O_PUBLIC_URL,
@@ -68,6 +68,7 @@ static const struct {
         { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
+        { { "cgroup-prefix", required_argument, NULL, O_CGROUP_PREFIX }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
         { { "mcp-allowed-host", required_argument, NULL, O_MCP_HOST }, SERVE, REPEAT },
         { { "mcp-pause-after", required_argument, NULL, O_MCP_PAUSE }, SERVE },
@@ -223,6 +224,10 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 o->conformance_fixtures = true;
                 break;
         case O_CGROUP: r = xb_cgroup_mode_parse(arg, &o->cgroup_mode, err); break;
+        case O_CGROUP_PREFIX:
+                r = xb_cgroup_prefix_check(arg, err);
+                o->cgroup_prefix = arg;
+                break;
         case O_QUIET:
                 o->quiet = true;
                 xb_log_set_level(XB_LOG_WARN);

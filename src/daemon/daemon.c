@@ -214,7 +214,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         co = (struct xb_core_opts){ .max_sandboxes = s->o.max_sandboxes, .pool_size = s->o.pool_size,
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
-                                    .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
+                                    .cgroup_mode = s->o.cgroup_mode, .cgroup_prefix = s->o.cgroup_prefix,
+                                    .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);

@@ -25,6 +25,7 @@ struct xb_server_opts {
         const char *const *allow_mounts;
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
+        const char *cgroup_prefix;    /* --cgroup-prefix: group names; NULL "execbox" */
         bool quiet;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
         const char *const *mcp_hosts; /* --mcp-allowed-host: /mcp's Host and Origin besides loopback */
