@@ -31,6 +31,7 @@ serve_usage(FILE *f)
               "  --allow-mount DIR      host directory sandboxes may bind (repeatable)\n"
               "  --require-guide        Pandora's /exec needs guideFollowed: true\n"
               "  --allow-origin ORIGIN  let browser pages on ORIGIN call the API (CORS; repeatable)\n"
+              "  --allow-host HOST      answer to this Host name too, as behind a proxy (repeatable)\n"
               "  --public-url URL       the URL clients reach the server at: image links become\n"
               "                         absolute and signed, fetchable without the token for 1 h\n"
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"

@@ -253,6 +253,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
                 .ntokens = s->ntokens, .allowed_hosts = s->o.mcp_hosts, .nallowed_hosts = s->o.nmcp_hosts,
+                .allow_hosts = s->o.allow_hosts, .nallow_hosts = s->o.nallow_hosts,
                 .admin = s->token_admin, .allow_origins = s->o.allow_origins,
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,

@@ -56,6 +56,9 @@ struct xb_http_opts {
         /* Host and Origin names /mcp accepts besides loopback (a proxy's). */
         const char *const *allowed_hosts;
         size_t nallowed_hosts;
+        /* Host names every route accepts besides loopback (--allow-host). */
+        const char *const *allow_hosts;
+        size_t nallow_hosts;
         const bool *admin;           /* per token: may see the server's global figures */
         const char *const *allow_origins;   /* CORS: origins a browser may call from; none by default */
         size_t nallow_origins;

@@ -122,6 +122,14 @@ bool http_route_admit(struct xb_req *r, const char *method);
 /* MHD's MHD_OPTION_UNESCAPE_CALLBACK. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 
+/* guard.c */
+/* Origin (403) and Host (421), for what a web page can make a browser
+ * send; false when r has been answered. r->route may be NULL. */
+bool http_guard_origin(struct xb_req *r);
+bool http_guard_host(struct xb_req *r, const char *method);
+/* A state-changing request's Content-Type (415); false when answered. */
+bool http_guard_content_type(struct xb_req *r, const char *method);
+
 /* stats.c */
 /* Count r's reply (its route's template and status). */
 void http_count_reply(struct xb_req *r, unsigned status);
