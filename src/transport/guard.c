@@ -4,9 +4,10 @@
  * - A foreign Origin is refused (403) unless --allow-origin names it, token
  *   or not: browsers send Origin with every cross-origin POST.
  * - On a TCP loopback listener (where DNS rebinding reaches a local server)
- *   or without auth, a Host that is not loopback, --allow-host or the
- *   --public-url's is refused (421); a rebound page is same-origin in its
- *   browser's eyes, so only Host tells. Public GET routes (health, the
+ *   or without auth, a Host that is not loopback, --allow-host, the
+ *   --public-url's or a single-label name is refused (421); a rebound page
+ *   is same-origin in its browser's eyes, so only Host tells. A rebinding
+ *   page needs a name in DNS, which has a dot. Public GET routes (health, the
  *   documents) hold nothing of a tenant's and answer any Host.
  * - A POST, PUT or PATCH body is JSON: one sent as a type a form can send
  *   (text/plain, ...) without a preflight is refused (415). A streamed
@@ -67,6 +68,18 @@ authority(const char *url, size_t *len)
         return p;
 }
 
+/* A single-label name ("x", "devbox"): only the victim's own resolver
+ * (search domains, /etc/hosts) gives it an address, never a page's DNS. */
+static bool
+single_label(const char *host, size_t len)
+{
+        const char *colon = memchr(host, ':', len);
+        size_t hlen = colon ? (size_t)(colon - host) : len;
+
+        return hlen && host[0] != '[' && !memchr(host, '.', hlen) &&
+               (!colon || (len > hlen + 1 && strspn(colon + 1, "0123456789") == len - hlen - 1));
+}
+
 static bool
 host_ok(const struct xb_req *r, const char *host, bool mcp)
 {
@@ -76,7 +89,7 @@ host_ok(const struct xb_req *r, const char *host, bool mcp)
 
         if (!len || strpbrk(host, "/\\@ \t"))
                 return false;
-        if (host_in(host, len, loopback_names, ARRAY_SIZE(loopback_names)) ||
+        if (host_in(host, len, loopback_names, ARRAY_SIZE(loopback_names)) || (!mcp && single_label(host, len)) ||
             host_in(host, len, o->allow_hosts, o->nallow_hosts) ||
             (mcp && host_in(host, len, o->allowed_hosts, o->nallowed_hosts)))
                 return true;

@@ -37,6 +37,11 @@ struct xb_http {
         size_t nroutes;
         struct xb_http_opts o;
         int listen_fd;
+        struct xb_io listen_io;       /* conn.c accepts, MHD serves */
+        struct xb_timer accept_timer; /* the back-off after EMFILE */
+        int reserve_fd;               /* given up to answer 503 when out of fds */
+        bool fd_warned;
+        uint64_t shed;                /* connections answered 503 for want of fds */
         char url[300];
         char unix_path[108];
         bool loopback;                /* the bound address is loopback (or a unix socket) */
@@ -111,6 +116,11 @@ void http_req_free(struct xb_req *r);
 /* Bind and listen on spec ("HOST:PORT" or "unix:PATH"); fills h's url,
  * unix_path and loopback. The fd, or -errno with err filled. */
 int http_listen_on(struct xb_http *h, const char *spec, struct xb_err *err);
+
+/* conn.c */
+/* Watch the listen socket on the loop and hand connections to MHD. */
+int http_accept_start(struct xb_http *h);
+void http_accept_stop(struct xb_http *h);
 
 /* route.c */
 /* Set r->route and r->params to the first route for method and r's path. */

@@ -100,8 +100,9 @@ def test_dns_rebinding_host_is_refused(server):
     assert not ran(server, sid, "rebind"), "a request with a rebound Host reached the sandbox"
     # Public documents hold nothing of a tenant's: any Host (a proxy's) reads them.
     expect(raw(server, "GET", "/healthz", headers={"Host": host}), 200)
-    # Control: the loopback names (any case, any port) are fine.
-    for h in ("127.0.0.1", f"LOCALHOST:{server.port}", f"[::1]:{server.port}"):
+    # Control: the loopback names (any case, any port) are fine, and so is a
+    # single-label name, which no page's DNS can give an address.
+    for h in ("127.0.0.1", f"LOCALHOST:{server.port}", f"[::1]:{server.port}", "x", "devbox:8000"):
         expect(raw(server, "GET", "/v1/sandboxes", headers={"Host": h}), 200)
     # A look-alike is not loopback.
     for h in (f"127.0.0.1.evil.example:{server.port}", "localhost.evil", "localhost:80x", "user@127.0.0.1"):
