@@ -163,3 +163,8 @@ int xb_stream_printf(struct xb_stream *s, const char *fmt, ...) __attribute__((f
 int xb_stream_event(struct xb_stream *s, const char *name, json_t *data);
 /* No more data; the stream closes once drained. s is invalid after. */
 void xb_stream_end(struct xb_stream *s);
+/* Bytes written and not yet sent to the client. */
+size_t xb_stream_backlog(const struct xb_stream *s);
+/* Once the backlog falls to low or below, call fn(arg), once (a writer's
+ * backpressure: it stopped producing and may go on). fn NULL clears it. */
+void xb_stream_on_drain(struct xb_stream *s, size_t low, void (*fn)(void *arg), void *arg);

@@ -98,6 +98,9 @@ struct xb_stream {
         struct xb_buf pending;
         size_t off;                   /* sent part of pending */
         bool ended, waiting, failed;
+        size_t drain_low;             /* xb_stream_on_drain */
+        void (*drain_fn)(void *arg);
+        void *drain_arg;
 };
 
 /* http.c */
