@@ -31,6 +31,7 @@ mcp_usage(FILE *f)
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
               "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"
+              "  --cgroup-prefix NAME   name sandbox cgroups NAME-uN (default execbox)\n"
               "  --verbose              log more on stderr\n"
               "  --config FILE          read options from FILE (default /etc/execbox/execbox.conf),\n"
               "                         the keys mcp takes; EXECBOX_* variables and flags override it\n",

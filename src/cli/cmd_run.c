@@ -66,7 +66,7 @@ run_usage(FILE *f)
 enum {
         OPT_TIMEOUT = 256, OPT_CPU, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_OUTPUT_KILL,
         OPT_FSIZE, OPT_DISK, OPT_ENV, OPT_CWD, OPT_MOUNT, OPT_ALLOW, OPT_ROOT, OPT_JSON,
-        OPT_CGROUP, OPT_FREEZER,
+        OPT_CGROUP, OPT_CGROUP_PREFIX, OPT_FREEZER,
 };
 
 static const struct option options[] = {
@@ -87,6 +87,7 @@ static const struct option options[] = {
         { "json", no_argument, NULL, OPT_JSON },
         { "tty", no_argument, NULL, 't' },
         { "cgroup", required_argument, NULL, OPT_CGROUP },        /* auto, v1, v2 (tests) */
+        { "cgroup-prefix", required_argument, NULL, OPT_CGROUP_PREFIX },
         { "kill-via-freezer", no_argument, NULL, OPT_FREEZER },   /* tests */
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -104,6 +105,7 @@ struct run_cli {
         const char *cwd;
         bool root, json, output_kill, freezer, tty;
         enum xb_cgroup_mode cgroup;
+        const char *cgroup_prefix;
 };
 
 static int
@@ -155,6 +157,12 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
 
         xb_limits_default(&c->limits);
         c->cgroup = XB_CG_AUTO;
+        /* As for serve: a flag over EXECBOX_CGROUP_PREFIX. */
+        if ((c->cgroup_prefix = getenv("EXECBOX_CGROUP_PREFIX")) && *c->cgroup_prefix &&
+            (r = xb_cgroup_prefix_check(c->cgroup_prefix, err)) < 0)
+                return xb_err_wrap(err, "EXECBOX_CGROUP_PREFIX");
+        if (c->cgroup_prefix && !*c->cgroup_prefix)
+                c->cgroup_prefix = NULL;
         opterr = 0;   /* our messages, not getopt's */
         /* "+": stop at the first non-option, so `execbox run ls -la` works too. */
         while ((opt = getopt_long(argc, argv, "+:ht", options, NULL)) != -1) {
@@ -223,6 +231,10 @@ parse(struct run_cli *c, int argc, char **argv, struct xb_err *err)
                         break;
                 case OPT_CGROUP:
                         r = xb_cgroup_mode_parse(optarg, &c->cgroup, err);
+                        break;
+                case OPT_CGROUP_PREFIX:
+                        c->cgroup_prefix = optarg;
+                        r = xb_cgroup_prefix_check(optarg, err);
                         break;
                 case OPT_FREEZER:
                         c->freezer = true;
@@ -360,7 +372,8 @@ xb_cmd_run(int argc, char **argv)
                 rc = fail(c->json, err.msg);
                 goto out;
         }
-        eo = (struct xb_engine_opts){ .cgroup_mode = c->cgroup, .allow_mounts = c->allow, .nallow = c->nallow };
+        eo = (struct xb_engine_opts){ .cgroup_mode = c->cgroup, .cgroup_parent = c->cgroup_prefix,
+                                      .allow_mounts = c->allow, .nallow = c->nallow };
         if (xb_engine_open(&eo, &eng, &err) < 0) {
                 rc = fail(c->json, err.msg);
                 goto out;

@@ -27,9 +27,9 @@
 
 enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
-        O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+        O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_CGROUP_PREFIX, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
-        O_MCP_HOST, O_MCP_PAUSE,
+        O_MCP_HOST, O_MCP_PAUSE, O_ALLOW_HOST,
         O_ORIGIN, O_PUBLIC_URL,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
 };
@@ -65,9 +65,11 @@ static const struct {
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
         { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE, REPEAT },
+        { { "allow-host", required_argument, NULL, O_ALLOW_HOST }, SERVE, REPEAT },
         { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
+        { { "cgroup-prefix", required_argument, NULL, O_CGROUP_PREFIX }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
         { { "mcp-allowed-host", required_argument, NULL, O_MCP_HOST }, SERVE, REPEAT },
         { { "mcp-pause-after", required_argument, NULL, O_MCP_PAUSE }, SERVE },
@@ -96,6 +98,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->mcp_hosts = a->mcp_hosts;
         o->mcp_pause_ms = 300000;
         o->allow_origins = a->origins;
+        o->allow_hosts = a->hosts;
         xb_limits_default(&o->defaults);
         o->audit_keep_ms = XB_AUDIT_KEEP_DEFAULT_MS;
         o->audit_max = XB_AUDIT_MAX_DEFAULT;
@@ -197,6 +200,15 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 else
                         a->mcp_hosts[o->nmcp_hosts++] = arg;
                 break;
+        case O_ALLOW_HOST:
+                if (o->nallow_hosts == ARRAY_SIZE(a->hosts))
+                        r = xb_err_msg(err, E2BIG, "too many --allow-host options");
+                else if (!*arg || strpbrk(arg, "/\"' \t@"))
+                        r = xb_err_msg(err, EINVAL, "write a host name as clients send it in Host, such as "
+                                       "execbox.example.com or execbox.example.com:8443");
+                else
+                        a->hosts[o->nallow_hosts++] = arg;
+                break;
         case O_MCP_PAUSE: r = xb_parse_duration_ms(arg, &o->mcp_pause_ms, err); break;
         case O_GUIDE: o->require_guide = true; break;
         case O_ORIGIN:
@@ -223,6 +235,10 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 o->conformance_fixtures = true;
                 break;
         case O_CGROUP: r = xb_cgroup_mode_parse(arg, &o->cgroup_mode, err); break;
+        case O_CGROUP_PREFIX:
+                r = xb_cgroup_prefix_check(arg, err);
+                o->cgroup_prefix = arg;
+                break;
         case O_QUIET:
                 o->quiet = true;
                 xb_log_set_level(XB_LOG_WARN);
@@ -273,6 +289,8 @@ drop(struct xb_server_args *a, int opt)
                 a->o.nmcp_hosts = 0;
         else if (opt == O_ORIGIN)
                 a->o.nallow_origins = 0;
+        else if (opt == O_ALLOW_HOST)
+                a->o.nallow_hosts = 0;
 }
 
 enum layer { L_DEFAULT, L_FILE, L_ENV, L_FLAGS };

@@ -13,6 +13,9 @@ struct xb_call {
         unsigned flags;
         void (*cancel)(void *owner);
         void *owner;
+        bool held;
+        void (*release)(void *owner);
+        void *release_owner;
 };
 
 struct xb_call *
@@ -46,6 +49,29 @@ xb_call_on_cancel(struct xb_call *c, void (*fn)(void *owner), void *owner)
 {
         c->cancel = fn;
         c->owner = owner;
+}
+
+void
+xb_call_hold(struct xb_call *c, bool on)
+{
+        bool was = c->held;
+
+        c->held = on;
+        if (was && !on && c->release)
+                c->release(c->release_owner);
+}
+
+bool
+xb_call_held(const struct xb_call *c)
+{
+        return c->held;
+}
+
+void
+xb_call_on_release(struct xb_call *c, void (*fn)(void *owner), void *owner)
+{
+        c->release = fn;
+        c->release_owner = owner;
 }
 
 void

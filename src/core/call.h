@@ -32,12 +32,22 @@ struct xb_call *xb_call_new(const struct xb_sink_ops *ops, void *ctx, unsigned f
 /* The client left: run the cancel hook and free the call. Only before done or fail. */
 void xb_call_cancel(struct xb_call *c);
 
+/* Backpressure: a streaming adapter whose client reads slower than events
+ * come holds the call; the operation stops reading its source (a command
+ * then blocks on its full pipe, it is not killed) until released, and
+ * hears of the release through its xb_call_on_release hook. */
+void xb_call_hold(struct xb_call *c, bool on);
+
 /* ---- the operation's side ---- */
 
 bool xb_call_wants_events(const struct xb_call *c);
 /* Who to tell when the call is cancelled (one hook; NULL clears it). */
 void xb_call_on_cancel(struct xb_call *c, void (*fn)(void *owner), void *owner);
 void xb_call_event(struct xb_call *c, const char *name, json_t *data);   /* borrows data */
+/* Whether the adapter holds the call (xb_call_hold): produce no more events
+ * until fn(owner) says it is released (one hook; NULL clears it). */
+bool xb_call_held(const struct xb_call *c);
+void xb_call_on_release(struct xb_call *c, void (*fn)(void *owner), void *owner);
 /* The operation accepted the call and its events start now, perhaps long
  * before the first one (a streaming adapter sends its headers). Only for
  * a call that wants events; a sink without XB_CALL_BEGIN hears nothing. */

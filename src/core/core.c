@@ -12,7 +12,8 @@
 int
 xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
 {
-        struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .allow_mounts = o->allow_mounts,
+        struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .cgroup_parent = o->cgroup_prefix,
+                                     .allow_mounts = o->allow_mounts,
                                      .nallow = o->nallow };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;

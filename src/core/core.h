@@ -44,6 +44,7 @@ struct xb_core_opts {
         const char *const *allow_mounts;
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
+        const char *cgroup_prefix;    /* NULL: "execbox" */
         size_t upload_max;            /* file contents an operation carries in JSON */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */

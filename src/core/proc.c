@@ -20,6 +20,7 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "core/call.h"
 #include "proc/initc.h"
 #include "proc/run.h"
 #include "core/audit.h"
@@ -127,6 +128,40 @@ proc_prune_finished(struct xb_sbx *x)
 
 /* ---- output and stdin ---- */
 
+static void on_output(struct xb_io *io, uint32_t events);
+
+void
+proc_output_resume(struct xb_proc *p)
+{
+        struct xb_loop *l = p->sbx->core->loop;
+
+        if (!p->out_held)
+                return;
+        p->out_held = false;
+        if (p->out_fd >= 0)
+                xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
+        if (p->err_fd >= 0)
+                xb_io_start(l, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+}
+
+static void
+output_release(void *owner)
+{
+        proc_output_resume(owner);
+}
+
+/* The exec call's client reads slower than the command writes: leave its
+ * pipes unread, so that it blocks on them (backpressure, not a kill),
+ * until the call is released. */
+static void
+output_hold(struct xb_proc *p)
+{
+        p->out_held = true;
+        xb_io_stop(&p->out_io);
+        xb_io_stop(&p->err_io);
+        xb_call_on_release(p->exec, output_release, p);
+}
+
 static void
 on_output(struct xb_io *io, uint32_t events)
 {
@@ -137,7 +172,7 @@ on_output(struct xb_io *io, uint32_t events)
         bool got = false;
 
         (void)events;
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < 8 && !(p->exec && xb_call_held(p->exec)); i++) {
                 ssize_t n = read(io->fd, buf, sizeof(buf));
 
                 if (n > 0) {
@@ -157,6 +192,8 @@ on_output(struct xb_io *io, uint32_t events)
         }
         if (got)
                 proc_output_done(p);
+        if (p->exec && xb_call_held(p->exec) && !p->out_held)
+                output_hold(p);
         if (p->exited && p->out_fd < 0 && p->err_fd < 0)
                 finish(p);
 }
@@ -235,7 +272,14 @@ on_hard(struct xb_timer *t)
 static void
 on_drain(struct xb_timer *t)
 {
-        finish(t->data);
+        struct xb_proc *p = t->data;
+
+        /* Held: what is left in the pipes is the command's, and its reader is coming. */
+        if (p->out_held) {
+                xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
+                return;
+        }
+        finish(p);
 }
 
 /* The exec event, with how it ended; and a limit event when one ended it. */

@@ -27,6 +27,7 @@ struct xb_proc {
         struct xb_outbuf out, err;
         int out_fd, err_fd, in_fd;
         struct xb_io out_io, err_io, in_io;
+        bool out_held;               /* the exec call's stream is behind: pipes not read */
         struct xb_buf stdin_buf;
         bool stdin_close;            /* close stdin once stdin_buf drains */
         struct xb_timer hard, soft, drain;
@@ -42,6 +43,8 @@ struct xb_proc {
 void proc_unlink(struct xb_proc *p);
 /* Keep at most XB_FINISHED_KEPT finished processes, unless waited on. */
 void proc_prune_finished(struct xb_sbx *x);
+/* Read the pipes again after the exec call held them (or left). */
+void proc_output_resume(struct xb_proc *p);
 
 /* ---- proc_wait.c: what the calls hear ---- */
 /* A chunk of output ("stdout" or "stderr"): an event for the exec call. */

@@ -216,8 +216,10 @@ exec_take(struct xb_proc *p)
 
         if (c) {
                 p->exec = NULL;
+                xb_call_on_release(c, NULL, NULL);
                 xb_timer_stop(&p->soft);
                 xb_sbx_wait_end(p->sbx);
+                proc_output_resume(p);
         }
         return c;
 }

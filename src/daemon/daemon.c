@@ -214,7 +214,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         co = (struct xb_core_opts){ .max_sandboxes = s->o.max_sandboxes, .pool_size = s->o.pool_size,
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
-                                    .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
+                                    .cgroup_mode = s->o.cgroup_mode, .cgroup_prefix = s->o.cgroup_prefix,
+                                    .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
@@ -252,6 +253,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
                 .ntokens = s->ntokens, .allowed_hosts = s->o.mcp_hosts, .nallowed_hosts = s->o.nmcp_hosts,
+                .allow_hosts = s->o.allow_hosts, .nallow_hosts = s->o.nallow_hosts,
                 .admin = s->token_admin, .allow_origins = s->o.allow_origins,
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,

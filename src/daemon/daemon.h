@@ -25,10 +25,13 @@ struct xb_server_opts {
         const char *const *allow_mounts;
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
+        const char *cgroup_prefix;    /* --cgroup-prefix: group names; NULL "execbox" */
         bool quiet;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
         const char *const *mcp_hosts; /* --mcp-allowed-host: /mcp's Host and Origin besides loopback */
         size_t nmcp_hosts;
+        const char *const *allow_hosts;   /* --allow-host: Host names besides loopback, every route */
+        size_t nallow_hosts;
         uint64_t mcp_pause_ms;        /* --mcp-pause-after: freeze an idle MCP sandbox; 0 never */
         const char *const *allow_origins;   /* --allow-origin: CORS for browsers on these */
         size_t nallow_origins;

@@ -30,6 +30,20 @@ rc_free(struct rest_call *rc)
         free(rc);
 }
 
+/* Backpressure on a stream: past HOLD_HIGH unsent bytes the call is held
+ * (its command blocks on its pipe), and released at HOLD_LOW. */
+#define HOLD_HIGH (1u << 20)
+#define HOLD_LOW (256u << 10)
+
+static void
+rc_release(void *arg)
+{
+        struct rest_call *rc = arg;
+
+        if (rc->call)
+                xb_call_hold(rc->call, false);
+}
+
 static void
 rc_end(struct rest_call *rc)
 {
@@ -45,6 +59,7 @@ on_gone(struct xb_req *r, void *owner)
         struct xb_call *c = rc->call;
 
         (void)r;
+        xb_stream_on_drain(rc->stream, 0, NULL, NULL);
         rc->call = NULL;
         rc->stream = NULL;
         rc->req = NULL;
@@ -66,6 +81,10 @@ on_event(void *ctx, const char *name, json_t *data)
         if (rc->decor && rc->decor->shape)
                 data = rc->decor->shape(rc->req, name, data);
         xb_stream_event(rc->stream, name, data);
+        if (rc->call && !xb_call_held(rc->call) && xb_stream_backlog(rc->stream) > HOLD_HIGH) {
+                xb_call_hold(rc->call, true);
+                xb_stream_on_drain(rc->stream, HOLD_LOW, rc_release, rc);
+        }
 }
 
 static void
@@ -73,6 +92,7 @@ on_done(void *ctx, json_t *result)
 {
         struct rest_call *rc = ctx;
 
+        xb_stream_on_drain(rc->stream, 0, NULL, NULL);   /* before the stream ends */
         if (rc->then_fail) {
                 json_decref(result);
                 if (rc->req)
@@ -101,6 +121,7 @@ on_fail(void *ctx, const struct xb_err *e)
         struct rest_call *rc = ctx;
         struct xb_err copy = *e, *err = &copy;
 
+        xb_stream_on_drain(rc->stream, 0, NULL, NULL);
         if (rc->decor && rc->decor->error)
                 rc->decor->error(err, rc->stream != NULL);
         if (rc->stream) {

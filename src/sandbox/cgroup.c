@@ -144,6 +144,20 @@ xb_cgroup_mode_parse(const char *s, enum xb_cgroup_mode *ret, struct xb_err *err
 }
 
 int
+xb_cgroup_prefix_check(const char *s, struct xb_err *err)
+{
+        size_t n = strlen(s);
+
+        /* It names directories under every hierarchy's root, so "<prefix>-u<slot>" must fit a
+         * group name and stay one path component. */
+        if (n < 1 || n > XB_CGROUP_PREFIX_MAX || s[0] == '.' || s[0] == '-' ||
+            strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n)
+                return xb_err_msg(err, EINVAL, "write 1 to %d letters, digits, `_`, `.` or `-`, such as "
+                                  "execbox or execbox-ci1", XB_CGROUP_PREFIX_MAX);
+        return 0;
+}
+
+int
 xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix, struct xb_cgroup_sys **ret,
                    struct xb_err *err)
 {

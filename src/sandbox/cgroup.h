@@ -16,6 +16,12 @@ enum xb_cgroup_mode { XB_CG_AUTO, XB_CG_V1, XB_CG_V2 };
 /* "auto", "v1" or "v2" (the --cgroup option). */
 int xb_cgroup_mode_parse(const char *s, enum xb_cgroup_mode *ret, struct xb_err *err);
 
+/* A group name prefix (--cgroup-prefix): -EINVAL with err set unless it is
+ * 1 to XB_CGROUP_PREFIX_MAX of [A-Za-z0-9_.-], not starting with . or -.
+ * Groups of one prefix are invisible to another's stale-group reaper. */
+#define XB_CGROUP_PREFIX_MAX 31
+int xb_cgroup_prefix_check(const char *s, struct xb_err *err);
+
 struct xb_cgroup_limits {
         uint64_t memory;      /* bytes, 0 = none; swap is always 0 */
         uint64_t pids;        /* 0 = none */

@@ -514,6 +514,7 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
         h->routes = routes;
         h->nroutes = nroutes;
         h->listen_fd = -1;
+        h->reserve_fd = -1;
         h->counts = (void *)(h + 1);
         if (!o->listen) {
                 free(h);
@@ -529,11 +530,12 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
                 free(h);
                 return r;
         }
-        h->mhd = MHD(start_daemon)(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO,
+        /* The loop accepts (conn.c), so that running out of fds cannot wedge MHD. */
+        h->mhd = MHD(start_daemon)(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO |
+                                           MHD_USE_NO_LISTEN_SOCKET,
                                    0, NULL, NULL, on_request, h,
                                    /* First: MHD warns about options set before it (0.9.75). */
                                    MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
-                                   MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
                                    MHD_OPTION_CONNECTION_LIMIT, o->conn_limit ? o->conn_limit : 1024,
                                    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s ? o->conn_timeout_s : 60,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
@@ -545,7 +547,9 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
                 return xb_err_msg(err, EIO, "libmicrohttpd would not start on %s", o->listen);
         }
         di = MHD(get_daemon_info)(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-        if (!di || xb_io_start(l, &h->mhd_io, di->epoll_fd, EPOLLIN, on_mhd_io, h) < 0) {
+        if (!di || xb_io_start(l, &h->mhd_io, di->epoll_fd, EPOLLIN, on_mhd_io, h) < 0 || http_accept_start(h) < 0) {
+                xb_io_stop(&h->mhd_io);
+                http_accept_stop(h);
                 MHD(stop_daemon)(h->mhd);
                 close(h->listen_fd);
                 free(h);
@@ -574,6 +578,7 @@ xb_http_stop(struct xb_http *h)
                         if (cb)
                                 cb(r, r->owner);
                 }
+                http_accept_stop(h);
                 xb_io_stop(&h->mhd_io);
                 xb_timer_stop(&h->mhd_timer);
                 xb_loop_set_prepare(h->loop, NULL, NULL);

@@ -56,6 +56,9 @@ struct xb_http_opts {
         /* Host and Origin names /mcp accepts besides loopback (a proxy's). */
         const char *const *allowed_hosts;
         size_t nallowed_hosts;
+        /* Host names every route accepts besides loopback (--allow-host). */
+        const char *const *allow_hosts;
+        size_t nallow_hosts;
         const bool *admin;           /* per token: may see the server's global figures */
         const char *const *allow_origins;   /* CORS: origins a browser may call from; none by default */
         size_t nallow_origins;
@@ -160,3 +163,8 @@ int xb_stream_printf(struct xb_stream *s, const char *fmt, ...) __attribute__((f
 int xb_stream_event(struct xb_stream *s, const char *name, json_t *data);
 /* No more data; the stream closes once drained. s is invalid after. */
 void xb_stream_end(struct xb_stream *s);
+/* Bytes written and not yet sent to the client. */
+size_t xb_stream_backlog(const struct xb_stream *s);
+/* Once the backlog falls to low or below, call fn(arg), once (a writer's
+ * backpressure: it stopped producing and may go on). fn NULL clears it. */
+void xb_stream_on_drain(struct xb_stream *s, size_t low, void (*fn)(void *arg), void *arg);

@@ -37,6 +37,11 @@ struct xb_http {
         size_t nroutes;
         struct xb_http_opts o;
         int listen_fd;
+        struct xb_io listen_io;       /* conn.c accepts, MHD serves */
+        struct xb_timer accept_timer; /* the back-off after EMFILE */
+        int reserve_fd;               /* given up to answer 503 when out of fds */
+        bool fd_warned;
+        uint64_t shed;                /* connections answered 503 for want of fds */
         char url[300];
         char unix_path[108];
         bool loopback;                /* the bound address is loopback (or a unix socket) */
@@ -93,6 +98,9 @@ struct xb_stream {
         struct xb_buf pending;
         size_t off;                   /* sent part of pending */
         bool ended, waiting, failed;
+        size_t drain_low;             /* xb_stream_on_drain */
+        void (*drain_fn)(void *arg);
+        void *drain_arg;
 };
 
 /* http.c */
@@ -112,6 +120,11 @@ void http_req_free(struct xb_req *r);
  * unix_path and loopback. The fd, or -errno with err filled. */
 int http_listen_on(struct xb_http *h, const char *spec, struct xb_err *err);
 
+/* conn.c */
+/* Watch the listen socket on the loop and hand connections to MHD. */
+int http_accept_start(struct xb_http *h);
+void http_accept_stop(struct xb_http *h);
+
 /* route.c */
 /* Set r->route and r->params to the first route for method and r's path. */
 void http_route_find(struct xb_req *r, const char *method);
@@ -121,6 +134,14 @@ void http_route_find(struct xb_req *r, const char *method);
 bool http_route_admit(struct xb_req *r, const char *method);
 /* MHD's MHD_OPTION_UNESCAPE_CALLBACK. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* guard.c */
+/* Origin (403) and Host (421), for what a web page can make a browser
+ * send; false when r has been answered. r->route may be NULL. */
+bool http_guard_origin(struct xb_req *r);
+bool http_guard_host(struct xb_req *r, const char *method);
+/* A state-changing request's Content-Type (415); false when answered. */
+bool http_guard_content_type(struct xb_req *r, const char *method);
 
 /* stats.c */
 /* Count r's reply (its route's template and status). */

@@ -1,7 +1,8 @@
 /* The router: a request's method and path matched to a route, its {}
  * segments and query arguments, the percent-decoding libmicrohttpd uses,
  * and the checks a connection's request passes before its handler runs
- * (path, method, Origin and Host, bearer token, declared length). It
+ * (path, method, Origin and Host (guard.c), bearer token, declared length,
+ * Content-Type). It
  * sends only error replies; the request's life cycle is in http.c. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -72,42 +73,6 @@ token_ok(const struct xb_http *h, const char *auth, int *tenant)
                 }
         }
         return false;
-}
-
-/* Whether s starts with name followed by its end, ':' (a port) or '/'. */
-static bool
-host_is(const char *s, const char *name)
-{
-        size_t n = strlen(name);
-
-        return strncasecmp(s, name, n) == 0 && (s[n] == '\0' || s[n] == ':' || s[n] == '/');
-}
-
-/* MCP's DNS-rebinding rule: a browser page on another origin must not
- * reach a local server. Origin, when sent, and Host must be local, or one
- * of the hosts the operator allowed (a reverse proxy's public name). */
-static bool
-local_origin(struct xb_req *r)
-{
-        const char *origin = xb_req_header(r, "Origin"), *host = xb_req_header(r, "Host");
-        static const char *const ok[] = { "localhost", "127.0.0.1", "[::1]" };
-        const struct xb_http_opts *o = &r->http->o;
-        bool host_ok = !host, origin_ok = !origin;
-        const char *oh = origin && strstr(origin, "://") ? strstr(origin, "://") + 3 : origin;
-
-        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]) + o->nallowed_hosts; i++) {
-                const char *name = i < sizeof(ok) / sizeof(ok[0]) ? ok[i] : o->allowed_hosts[i - sizeof(ok) / sizeof(ok[0])];
-
-                if (host && host_is(host, name) && !strchr(host, '/'))
-                        host_ok = true;
-                if (oh && host_is(oh, name))
-                        origin_ok = true;
-        }
-        /* A unix socket or a non-loopback listener has no DNS-rebinding exposure
-         * of this kind, but the Host check still applies on loopback. */
-        if (!r->http->loopback)
-                return origin_ok || !origin;
-        return host_ok && origin_ok;
 }
 
 const char *
@@ -228,7 +193,7 @@ http_route_admit(struct xb_req *r, const char *method)
                                "the URL path contains a NUL byte");
                 return false;
         }
-        if (cors(r, method))
+        if (!http_guard_origin(r) || cors(r, method))
                 return false;
         if (!r->route) {
                 char allow[96];
@@ -242,11 +207,6 @@ http_route_admit(struct xb_req *r, const char *method)
                 else
                         xb_reply_error(r, 404, "not_found", "see GET /openapi.json for every path, or GET /v1/guide",
                                        "no such endpoint: %s %s", method, url);
-                return false;
-        }
-        if ((r->route->flags & XB_ROUTE_MCP) && !local_origin(r)) {
-                xb_reply_error(r, 403, "forbidden_origin", "connect from localhost, without a foreign Origin",
-                               "requests from this Origin or Host are refused (DNS rebinding protection)");
                 return false;
         }
         auth = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Authorization");
@@ -283,7 +243,7 @@ http_route_admit(struct xb_req *r, const char *method)
                         return false;
                 }
         }
-        return true;
+        return http_guard_host(r, method) && http_guard_content_type(r, method);
 }
 
 const char *

@@ -1,8 +1,10 @@
 /* Streamed replies (struct xb_stream): text/event-stream and the like.
  * Writes queue in a bounded backlog that libmicrohttpd drains through
  * stream_reader; with nothing to send, the connection is parked
- * (suspended) until the next write. A client that falls too far behind
- * is dropped rather than buffered without end. */
+ * (suspended) until the next write. A writer that can wait asks to be
+ * told when the backlog drains (xb_stream_on_drain) and stops producing
+ * meanwhile; a client that falls too far behind a writer that cannot is
+ * dropped rather than buffered without end. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -43,6 +45,19 @@ stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
                 if (s->off == s->pending.len) {
                         xb_buf_reset(&s->pending);
                         s->off = 0;
+                } else if (s->off >= s->pending.len - s->off) {
+                        /* Sent more than is left: move the rest to the front, so
+                         * that a backlog kept short by backpressure never reaches
+                         * the buffer's cap by its sent part alone. */
+                        memmove(s->pending.data, s->pending.data + s->off, s->pending.len - s->off + 1);
+                        s->pending.len -= s->off;
+                        s->off = 0;
+                }
+                if (s->drain_fn && s->pending.len - s->off <= s->drain_low) {
+                        void (*fn)(void *) = s->drain_fn;
+
+                        s->drain_fn = NULL;
+                        fn(s->drain_arg);
                 }
                 return (ssize_t)n;
         }
@@ -59,6 +74,10 @@ static void
 stream_free(void *cls)
 {
         struct xb_stream *s = cls;
+
+        /* The writer is told, so it does not wait for a drain that never comes. */
+        if (s->drain_fn)
+                s->drain_fn(s->drain_arg);
 
         if (s->req)
                 s->req->stream = NULL;
@@ -156,6 +175,22 @@ xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
         r = xb_stream_printf(s, "event: %s\ndata: %s\n\n", name, j);
         free(j);
         return r;
+}
+
+size_t
+xb_stream_backlog(const struct xb_stream *s)
+{
+        return s ? s->pending.len - s->off : 0;
+}
+
+void
+xb_stream_on_drain(struct xb_stream *s, size_t low, void (*fn)(void *arg), void *arg)
+{
+        if (!s)
+                return;
+        s->drain_low = low;
+        s->drain_fn = fn;
+        s->drain_arg = arg;
 }
 
 void

@@ -4,7 +4,9 @@
 static helper from tests/helper/xbprobe.c, bound read-only into sandboxes
 at /opt/xb). Every test is wrapped by `no_leaks`, which snapshots the host
 before the test and fails it if a process, cgroup, mount or temp file
-appeared and stayed."""
+appeared and stayed. Only this run's count: xbhost.MARKER, which every
+execbox started here inherits as EXECBOX_CGROUP_PREFIX, names its cgroups,
+so another test run or daemon on the machine cannot fail this one."""
 from __future__ import annotations
 
 import os
@@ -88,6 +90,13 @@ def popen(execbox):
             except subprocess.TimeoutExpired:
                 p.kill()
         p.communicate()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_dirs(tmp_path_factory):
+    """Mounts below this session's base temp are this run's to account for
+    (xbhost.MARKER names its cgroups)."""
+    xbhost.own_dir(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,10 @@ waits for /healthz. `server` is one such server with the defaults
 (--no-auth --pool 2). Whatever a test does, every server it started is
 stopped at teardown with SIGTERM to its own pid, and teardown asserts that
 it exited 0 and left nothing behind on the host:
-  - no cgroup directory named execbox-* under /sys/fs/cgroup/*/ (the v1
-    controllers and the unified tree) or /sys/fs/cgroup/ (pure v2);
-  - no mount mentioning execbox in /proc/self/mountinfo;
+  - no cgroup directory named <MARKER>-* under /sys/fs/cgroup/*/ (the v1
+    controllers and the unified tree) or /sys/fs/cgroup/ (pure v2), where
+    xbhost.MARKER is this test run's cgroup prefix;
+  - no mount mentioning execbox in /proc/self/mountinfo that is this run's;
   - no process with a host uid in the sandbox range (>= 2**30).
 Other execbox users of this machine (the lead's runs, other suites) may
 have sandboxes of their own: only what is new since the server started and
@@ -39,7 +40,8 @@ import requests
 import xbhost
 
 SANDBOX_UID_MIN = 1 << 30
-CGROUP_GLOBS = ("/sys/fs/cgroup/*/execbox-*", "/sys/fs/cgroup/execbox-*")
+# This run's cgroups only (xbhost.MARKER is every server's --cgroup-prefix).
+CGROUP_GLOBS = (f"/sys/fs/cgroup/*/{xbhost.MARKER}-*", f"/sys/fs/cgroup/{xbhost.MARKER}-*")
 LISTEN_RE = re.compile(r"^execbox serve listening on (http://127\.0\.0\.1:(\d+))")
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
@@ -57,8 +59,16 @@ def execbox_cgroups() -> set[str]:
 
 
 def execbox_mounts() -> set[str]:
+    """Mounts mentioning execbox that are this run's (xbhost.own_mount)."""
     with open("/proc/self/mountinfo") as f:
-        return {line.strip() for line in f if "execbox" in line}
+        lines = [line.strip() for line in f if "execbox" in line]
+    out = set()
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        lf, rf = left.split(), right.split()
+        if xbhost.own_mount((lf[4], lf[3], rf[0], rf[1] if len(rf) > 1 else "")):
+            out.add(line)
+    return out
 
 
 def sandbox_uid_procs() -> dict[tuple[int, int], xbhost.Proc]:
@@ -183,7 +193,7 @@ def leftovers(before: HostSnapshot, ids: set[str]) -> list[str]:
     for m in sorted(execbox_mounts() - before.mounts):
         found.append(f"mount: {m}")
     for key, p in xbhost.sandbox_procs(table).items():
-        if key in before.procs or xbhost.foreign(table, p.pid, me):
+        if key in before.procs or xbhost.foreign(table, p.pid, me) or xbhost.proc_cgroup_foreign(p.pid):
             continue
         found.append(f"process {p.pid} ({p.name}) host uid {p.uid} parent {p.ppid}")
     return found

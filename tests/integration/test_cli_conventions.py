@@ -294,22 +294,25 @@ RUN_BAD = [("--timeout", "soon"), ("--timeout", "8d"), ("--cpu-time", "x"), ("--
            ("--memory", "1K"), ("--pids", "many"), ("--pids", "1"), ("--cpus", "fast"), ("--cpus", "0"),
            ("--output-limit", "10"), ("--file-size", "big"), ("--disk", "0"), ("--env", "1X=2"),
            ("--env", "NOEQUALS"), ("--cwd", "relative"), ("--mount", "nocolon"), ("--mount", "/etc:/mnt/etc"),
-           ("--mount", "/tmp:/etc/x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3")]
+           ("--mount", "/tmp:/etc/x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
+           ("--cgroup-prefix", "a/b")]
 SERVE_BAD = [("--pool", "5000"), ("--pool", "x"), ("--max-sandboxes", "0"), ("--memory", "lots"),
              ("--memory", "1K"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"), ("--body-max", "x"),
-             ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3")]
+             ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
+             ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b")]
 MCP_BAD = [("--pool", "500"), ("--memory", "lots"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"),
-           ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3")]
+           ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"), ("--cgroup-prefix", "")]
 # Long options of each command, to know which abbreviations are unique.
 NAMES = {
     "run": ["timeout", "cpu-time", "memory", "pids", "cpus", "output-limit", "output-limit-kill", "file-size",
-            "disk", "env", "cwd", "mount", "allow-mount", "root", "json", "tty", "cgroup", "kill-via-freezer",
+            "disk", "env", "cwd", "mount", "allow-mount", "root", "json", "tty", "cgroup", "cgroup-prefix",
+            "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "public-url", "require-guide",
-              "conformance-fixtures", "cgroup", "quiet", "verbose", "help"],
+              "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "allow-host", "public-url", "require-guide",
+              "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
-            "cgroup", "verbose", "help"],
+            "cgroup", "cgroup-prefix", "verbose", "help"],
 }
 
 

@@ -95,19 +95,21 @@ def test_cors_follows_the_allowlist(server_factory):
     assert "Origin" in r.headers["Vary"]
     r = requests.get(f"{srv.url}/v1/sandboxes", headers={"Origin": ORIGIN})
     assert r.status_code == 401 and r.headers["Access-Control-Allow-Origin"] == ORIGIN
-    # a foreign origin gets no CORS header, preflight or not
+    # a foreign origin gets no CORS header, preflight or not, and (issue 12,
+    # section 3: browsers are not clients unless allowed) 403 even with the token
     for h in [dict(pre, Origin="https://evil.example"), {"Origin": "https://evil.example"}]:
         r = requests.options(f"{srv.url}/v1/sandboxes", headers=h, timeout=10)
         assert not [k for k in r.headers if k.lower().startswith("access-control-")], r.headers
-        assert r.status_code in (401, 404, 405), r.status_code
+        assert r.status_code == 403, r.status_code
         r = requests.get(f"{srv.url}/v1/sandboxes", headers=dict(h, Authorization=f"Bearer {TOKEN}"))
-        assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
+        assert r.status_code == 403 and "Access-Control-Allow-Origin" not in r.headers
 
 
 def test_no_cors_by_default(server):
     r = requests.options(f"{server.url}/v1/sandboxes", headers={"Origin": ORIGIN,
                                                                 "Access-Control-Request-Method": "GET"})
-    assert r.status_code == 405 and "Access-Control-Allow-Origin" not in r.headers
+    # a foreign origin: refused (issue 12, section 3), and no CORS header
+    assert r.status_code == 403 and "Access-Control-Allow-Origin" not in r.headers
 
 
 def test_signed_image_links(server_factory):

@@ -30,6 +30,34 @@ TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 RUNTIME_DIR = "/run/execbox"
 
 
+# ---- this run's marker ----
+# Every execbox this suite starts (run, serve, mcp) inherits
+# EXECBOX_CGROUP_PREFIX, so the cgroups of this run are named
+# "<MARKER>-u<slot>": the leak checks count only those, and what other test
+# runs or daemons on the machine have (other prefixes) is not ours to judge.
+# Temp entries and mounts are ours when they carry the marker or lie in
+# this run's own directories (pytest's base temp, see own_dir()).
+MARKER = os.environ.get("EXECBOX_CGROUP_PREFIX") or f"execbox-t{os.urandom(4).hex()}"
+os.environ["EXECBOX_CGROUP_PREFIX"] = MARKER
+_own_dirs: list[str] = []
+
+
+def own_dir(path: str) -> None:
+    """Mounts below path are this run's (conftest names pytest's base temp)."""
+    path = os.path.realpath(str(path))
+    if path not in _own_dirs:
+        _own_dirs.append(path)
+
+
+def ours(name: str) -> bool:
+    """A cgroup, temp or mount name that carries this run's marker."""
+    return MARKER in name
+
+
+def slot_of_uid(uid: int) -> int:
+    return (uid - SANDBOX_UID_MIN) // 65536
+
+
 # ---- other execbox servers on this machine ----
 
 class _ServeWatcher:
@@ -280,9 +308,10 @@ def find_by_comm(token: str) -> list[Proc]:
 
 # ---- cgroups, mounts, temp files ----
 
-def cgroup_dirs() -> set[str]:
-    """Every cgroup directory whose name mentions execbox, in every hierarchy
-    (v1 controllers, name=systemd, and the unified v2 tree)."""
+def cgroup_dirs(all_runs: bool = False) -> set[str]:
+    """Every cgroup directory of this run (named MARKER-*; all_runs: every
+    one whose name mentions execbox), in every hierarchy (v1 controllers,
+    name=systemd, and the unified v2 tree)."""
     found = set()
     try:
         hierarchies = [os.path.join(CGROUP_ROOT, h) for h in os.listdir(CGROUP_ROOT)]
@@ -296,11 +325,44 @@ def cgroup_dirs() -> set[str]:
         for dirpath, dirnames, _ in os.walk(h):
             depth = dirpath[len(h):].count("/")
             for d in dirnames:
-                if "execbox" in d:
+                if (d.startswith(MARKER + "-") if not all_runs else "execbox" in d):
                     found.add(os.path.join(dirpath, d))
             if depth >= 3:
                 dirnames[:] = []
     return found
+
+
+def foreign_slots() -> set[int]:
+    """The uid slots held now by another run's or daemon's sandboxes: their
+    cgroups (<prefix>-u<slot>) carry another prefix."""
+    slots = set()
+    for cg in cgroup_dirs(all_runs=True):
+        name = os.path.basename(cg)
+        prefix, _, slot = name.rpartition("-u")
+        if prefix and prefix != MARKER and slot.isdigit():
+            slots.add(int(slot))
+    return slots
+
+
+def proc_cgroup_foreign(pid: int) -> bool | None:
+    """Whether a process sits in another run's execbox cgroup (True), in
+    ours (False), or in none (None)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            paths = [line.rstrip("\n").split(":", 2)[2] for line in f if line.count(":") >= 2]
+    except OSError:
+        return None
+    names = [c for p in paths for c in p.split("/") if "execbox" in c]
+    if any(c.startswith(MARKER + "-") for c in names):
+        return False
+    return True if names else None
+
+
+def own_mount(m: tuple[str, str, str, str]) -> bool:
+    """A mount (point, root, fstype, source) of this run: below one of its
+    own directories, or carrying its marker."""
+    point = m[0]
+    return any(ours(x) for x in m) or any(point == d or point.startswith(d + "/") for d in _own_dirs)
 
 
 def cgroup_procs(path: str) -> list[int]:
@@ -363,18 +425,17 @@ def leaks_since(before: HostState, me: int | None = None) -> list[str]:
     now = HostState(sandbox_procs(table), cgroup_dirs(), mounts(), temp_entries())
     found = []
     for key, p in now.procs.items():
-        if key not in before.procs and not foreign(table, p.pid, me):
+        if key not in before.procs and not foreign(table, p.pid, me) and not proc_cgroup_foreign(p.pid):
             found.append(f"process {p.pid} ({p.name}) with sandbox host uid {p.uid}, parent {p.ppid}")
     for p in table.values():
         if p.pid != me and p.state != "Z" and me in ancestors(table, p.pid):
             found.append(f"process {p.pid} ({p.name}, {p.exe}) is still a child of the test")
-    for cg in sorted(now.cgroups - before.cgroups):
-        members = cgroup_procs(cg)
-        if members and all(foreign(table, pid, me) for pid in members):
-            continue
-        found.append(f"cgroup {cg} (tasks: {members})")
+    for cg in sorted(now.cgroups - before.cgroups):       # this run's only
+        found.append(f"cgroup {cg} (tasks: {cgroup_procs(cg)})")
     for m in sorted(now.mounts - before.mounts):
-        found.append(f"mount {m[0]} ({m[2]} {m[3]} root {m[1]})")
+        if own_mount(m):
+            found.append(f"mount {m[0]} ({m[2]} {m[3]} root {m[1]})")
+    others = foreign_slots()
     for path, uid in sorted(now.temps.items()):
         if path in before.temps:
             continue
@@ -387,7 +448,7 @@ def leaks_since(before: HostState, me: int | None = None) -> list[str]:
                 found.append(f"runtime temp {path} of a dead process")
             elif uid >= SANDBOX_UID_MIN:
                 found.append(f"runtime entry {path} owned by sandbox uid {uid}")
-        elif uid >= SANDBOX_UID_MIN or "execbox" in name:
+        elif (uid >= SANDBOX_UID_MIN and slot_of_uid(uid) not in others) or ("execbox" in name and ours(name)):
             found.append(f"temp entry {path} (owner {uid})")
     return found
 

@@ -1,0 +1,153 @@
+"""Faults found by the fault audit (issue 12, section 5): each is provoked
+for real (fd exhaustion under `ulimit -n`, a flood of output, a storm of
+query parameters, ...) and the server must answer cleanly and recover."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+
+import pytest
+import requests
+
+from server_fixture import expect, expect_error, finish_server, start_server, server, server_factory  # noqa: F401
+
+
+@contextlib.contextmanager
+def limited_server(execbox, tmp_path, nofile: int, *args, **kw):
+    """A server started under `ulimit -n nofile` (a wrapper that execs it, so
+    the pid stopped at the end is the server's own)."""
+    wrapper = tmp_path / "execbox-ulimit"
+    wrapper.write_text(f'#!/bin/sh\nulimit -n {nofile} || exit 99\nexec "{execbox}" "$@"\n')
+    wrapper.chmod(0o755)
+    srv = start_server(str(wrapper), str(tmp_path), *args, **kw)
+    try:
+        yield srv
+    finally:
+        problems = finish_server(srv)
+        assert not problems, "\n".join(problems)
+
+
+def read_reply(s: socket.socket, timeout: float = 5) -> bytes:
+    s.settimeout(timeout)
+    buf = b""
+    with contextlib.suppress(OSError):
+        while chunk := s.recv(65536):
+            buf += chunk
+    return buf
+
+
+def test_accept_out_of_fds_sheds_with_503_and_recovers(execbox, tmp_path):
+    with limited_server(execbox, tmp_path, 64, pool=0) as srv:
+        ids = []
+        socks: list[socket.socket] = []
+        try:
+            # Sandboxes and idle connections until the fd table is full.
+            for _ in range(4):
+                r = srv.post("/v1/sandboxes", {})
+                if r.status_code == 201:
+                    ids.append(r.json()["id"])
+            for _ in range(80):
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+                except OSError:
+                    break
+            time.sleep(0.5)
+            shed = []
+            for s in socks:
+                s.setblocking(False)
+                with contextlib.suppress(BlockingIOError, OSError):
+                    data = s.recv(65536)
+                    if data:
+                        shed.append(data)
+        finally:
+            for s in socks:
+                s.close()
+        # 80 connections on a table of 64 fds: it was full.
+        assert len(socks) == 80, len(socks)
+        # Recovered: the server answers at once, and new sandboxes can be made.
+        t0 = time.monotonic()
+        expect(requests.get(srv.url + "/healthz", timeout=5), 200)
+        assert time.monotonic() - t0 < 2
+        # Those beyond the table were told so, with the reserve fd.
+        assert shed, "no connection was answered 503 while the fd table was full"
+        assert all(d.startswith(b"HTTP/1.1 503 ") and b'"overloaded"' in d for d in shed), shed[:2]
+        assert b"Retry-After: 1" in shed[0]
+        for sid in ids:
+            srv.remove(sid)
+        sid = srv.create()["id"]
+        assert srv.exec(sid, cmd="echo back")["stdout"] == "back\n"
+        srv.remove(sid)
+        assert "out of file descriptors" in srv.stderr()
+
+
+def _sse_stream(srv, sid, cmd):
+    return requests.post(f"{srv.url}/v1/sandboxes/{sid}/exec", json={"cmd": cmd},
+                         headers={"Accept": "text/event-stream"}, stream=True, timeout=120)
+
+
+def _sse_tally(lines) -> tuple[dict, int, dict | None]:
+    """Count events by name and stdout bytes; the result event's data."""
+    counts, out, result, name = {}, 0, None, None
+    for raw in lines:
+        if raw.startswith(b"event:"):
+            name = raw[6:].strip().decode()
+            counts[name] = counts.get(name, 0) + 1
+        elif raw.startswith(b"data:") and name:
+            data = json.loads(raw[5:])
+            if name == "stdout":
+                out += len(data["data"])
+            elif name == "result":
+                result = data
+    return counts, out, result
+
+
+FLOOD = "head -c 20000000 /dev/zero | base64; echo done > /tmp/f"
+FLOOD_BYTES = 27017546        # base64 of 20 MB, with its newlines
+
+
+def test_streamed_exec_of_20_mb_completes_with_its_result(server):
+    """A fast reader gets every byte and the final result: the stream holds
+    the command back while the client catches up, it never kills it."""
+    sid = server.create()["id"]
+    r = _sse_stream(server, sid, FLOOD)
+    expect(r, 200)
+    counts, out, result = _sse_tally(r.iter_lines(chunk_size=1 << 16))
+    assert result is not None, f"no result event: {counts}"
+    assert result["exit_code"] == 0 and result["status"] in ("ok", "output_limit"), result
+    assert out == FLOOD_BYTES and result["stdout_bytes"] == FLOOD_BYTES, (out, result["stdout_bytes"])
+    assert server.sh(sid, "cat /tmp/f") == "done\n", "the command was cut short"
+    server.remove(sid)
+
+
+def test_a_slow_reader_holds_the_command_back(server):
+    """Reading slowly, the command blocks on its pipe (backpressure): it is
+    neither killed nor buffered whole in the daemon, and finishes once the
+    client reads on."""
+    sid = server.create()["id"]
+    other = server.create()["id"]
+    r = _sse_stream(server, sid, FLOOD)
+    expect(r, 200)
+    it = r.iter_lines(chunk_size=1 << 14)
+    first = [next(it) for _ in range(50)]
+    time.sleep(3)                     # a slow client: the daemon must wait for it
+    assert server.sh(other, "echo ok") == "ok\n"
+    rss = _rss_kb(server.pid)
+    assert rss < 200 * 1024, f"the daemon holds {rss} KiB for a client that does not read"
+    r2 = server.post(f"/v1/sandboxes/{sid}/exec", {"cmd": "test -e /tmp/f && echo finished || echo held"})
+    assert r2.json()["stdout"] == "held\n", "the command ran on while its reader did not read"
+    counts, out, result = _sse_tally(first + list(it))
+    assert result is not None and result["stdout_bytes"] == FLOOD_BYTES, (counts, result)
+    assert server.sh(sid, "cat /tmp/f") == "done\n"
+    server.remove(sid)
+    server.remove(other)
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
