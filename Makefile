@@ -36,7 +36,7 @@ CFLAGS += -DXB_GNUTLS_SONAME='"$(or $(GNUTLS_SONAME),libgnutls.so.30)"'
 POLICY_SRC := src/sandbox/seccomp_policy.c
 LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c \
   src/core/*.c src/ops/*.c src/transport/*.c src/rest/*.c src/plugin/*.c src/mcp/*.c src/judge/*.c \
-  src/daemon/*.c))
+  src/e2b/*.c src/daemon/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/proto/pseudofs.c src/sandbox/execspec.c src/base/err.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

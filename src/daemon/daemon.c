@@ -25,6 +25,7 @@
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
 #include "daemon/tokens.h"
+#include "e2b/e2b.h"
 
 /* Piston's and Judge0's APIs (src/judge): not execbox's own, so not in
  * its OpenAPI document; their routes carry the engine as their data. */
@@ -173,7 +174,7 @@ xb_server_routes(struct xb_route *out, size_t cap)
 int
 xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 {
-        static struct xb_route routes[128];
+        static struct xb_route routes[192];
         static const char *const fixtures[] = { XB_FIXTURES_PLUGIN, NULL };
         struct xb_server *s = calloc(1, sizeof(*s));
         struct xb_core_opts co = { 0 };
@@ -248,6 +249,18 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 routes[nroutes] = xb_judge_routes[i];
                 routes[nroutes++].data = s->core;
         }
+        s->e2b = xb_e2b_new(s->core);
+        if (!s->e2b) {
+                xb_error("out of memory");
+                goto fail;
+        }
+        {
+                size_t n;
+                const struct xb_route *er = xb_e2b_routes(s->e2b, &n);
+
+                for (size_t i = 0; i < n && nroutes < sizeof(routes) / sizeof(routes[0]); i++)
+                        routes[nroutes++] = er[i];
+        }
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
                 .conn_limit = 1024, .conn_timeout_s = 60, .tokens = (const char *const *)s->tokens,
@@ -256,6 +269,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,
         };
+        ho.vhosts = xb_e2b_vhosts(s->e2b, &ho.nvhosts);
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
                 xb_error("%s", err.msg);
@@ -294,6 +308,8 @@ xb_server_close(struct xb_server *s)
                 xb_http_stop(s->http);
         xb_mcp_free(s->mcp);
         s->mcp = NULL;
+        xb_e2b_free(s->e2b);
+        s->e2b = NULL;
         xb_core_close(s->core);
         if (s->sigfd >= 0)
                 close(s->sigfd);

@@ -45,6 +45,7 @@ struct xb_server {
         struct xb_http *http;
         struct xb_rest rest;          /* the REST and plugin routes' context */
         struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
+        struct xb_e2b *e2b;           /* the E2B adapter (e2b.h): its routes' data */
         char **tokens;
         size_t ntokens;
         bool *token_admin;            /* per token (daemon/tokens.h) */

@@ -33,6 +33,7 @@ typedef void (*xb_handler)(struct xb_req *req);
 #define XB_ROUTE_XAUTH 0x8u    /* `X-Auth-Token: <token>` also authenticates (Judge0's clients) */
 #define XB_ROUTE_HIDDEN 0x10u   /* not in /openapi.json: another spec's discovery document */
 #define XB_ROUTE_SIGNED 0x20u   /* a ?sig= query may stand for the token; the handler checks it */
+#define XB_ROUTE_XAPIKEY 0x40u  /* `X-API-KEY: <token>` also authenticates (E2B's clients) */
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
 
@@ -42,6 +43,17 @@ struct xb_route {
         xb_handler handler;
         unsigned flags;
         const void *data;       /* the handler's own, for a handler shared by routes */
+};
+
+/* A route table chosen by the request rather than by its path alone: a
+ * peer's per-sandbox front (E2B's envd, picked by a header or by a Host
+ * such as "49983-<id>.<domain>"). select runs once the headers are in; the
+ * first table whose select says yes is the only one searched. */
+struct xb_http_vhost {
+        bool (*select)(struct xb_req *r, void *data);
+        const struct xb_route *routes;
+        size_t nroutes;
+        void *data;
 };
 
 struct xb_http_opts {
@@ -60,6 +72,8 @@ struct xb_http_opts {
         const char *const *allow_origins;   /* CORS: origins a browser may call from; none by default */
         size_t nallow_origins;
         const char *public_url;      /* "https://host[/prefix]" links are made absolute with; NULL */
+        const struct xb_http_vhost *vhosts;   /* tried before routes, in order */
+        size_t nvhosts;
         void *app;
 };
 

@@ -51,6 +51,8 @@ struct xb_req {
         struct xb_defer free_defer, continue_defer;
         struct MHD_Connection *conn;
         const struct xb_route *route;
+        const struct xb_route *table;   /* the routes searched: a vhost's, else the server's */
+        size_t ntable;
         char *path;
         char method[16];
         char *params[MAX_PARAMS];

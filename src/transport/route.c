@@ -148,11 +148,12 @@ path_methods(struct xb_req *r, char *allow, size_t cap, bool with_head)
         bool known = false;
 
         allow[0] = '\0';
-        for (size_t i = 0; i < h->nroutes; i++) {
-                const char *m = h->routes[i].method;
+        (void)h;
+        for (size_t i = 0; i < r->ntable; i++) {
+                const char *m = r->table[i].method;
                 char *params[MAX_PARAMS];
 
-                if (!match(h->routes[i].pattern, r->path, params, r->scratch, scap))
+                if (!match(r->table[i].pattern, r->path, params, r->scratch, scap))
                         continue;
                 known = true;
                 for (int head = 0; head <= (with_head && !strcmp(m, "GET")); head++) {
@@ -204,8 +205,16 @@ http_route_find(struct xb_req *r, const char *method)
         /* HEAD is GET without the body, which libmicrohttpd leaves out. */
         if (!strcmp(method, "HEAD"))
                 method = "GET";
-        for (size_t i = 0; i < h->nroutes && !r->route; i++) {
-                const struct xb_route *rt = &h->routes[i];
+        r->table = h->routes;
+        r->ntable = h->nroutes;
+        for (size_t v = 0; v < h->o.nvhosts; v++)
+                if (h->o.vhosts[v].select(r, h->o.vhosts[v].data)) {
+                        r->table = h->o.vhosts[v].routes;
+                        r->ntable = h->o.vhosts[v].nroutes;
+                        break;
+                }
+        for (size_t i = 0; i < r->ntable && !r->route; i++) {
+                const struct xb_route *rt = &r->table[i];
 
                 if (strcmp(rt->method, "*") && strcmp(rt->method, method))
                         continue;
@@ -252,6 +261,12 @@ http_route_admit(struct xb_req *r, const char *method)
         auth = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Authorization");
         if (!auth && (r->route->flags & XB_ROUTE_XAUTH)) {
                 const char *x = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "X-Auth-Token");
+
+                if (x && snprintf(xauth, sizeof(xauth), "Bearer %s", x) < (int)sizeof(xauth))
+                        auth = xauth;
+        }
+        if (!auth && (r->route->flags & XB_ROUTE_XAPIKEY)) {
+                const char *x = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "X-API-KEY");
 
                 if (x && snprintf(xauth, sizeof(xauth), "Bearer %s", x) < (int)sizeof(xauth))
                         auth = xauth;
