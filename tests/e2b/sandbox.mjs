@@ -1,0 +1,59 @@
+// Sandbox lifecycle through the unmodified e2b SDK.
+import { Sandbox, SandboxNotFoundError } from 'e2b'
+import { check, eq, ok, throwsA, done } from './lib.mjs'
+
+const sbx = await Sandbox.create({ metadata: { suite: 'sandbox', run: String(process.pid) }, timeoutMs: 120_000 })
+
+await check('create returns an id and an envd token', async () => {
+  ok(/^[a-z0-9]{26}$/.test(sbx.sandboxId), 'id shape')
+  ok(sbx.envdAccessToken, 'token')
+})
+await check('getInfo', async () => {
+  const i = await sbx.getInfo()
+  eq(i.sandboxId, sbx.sandboxId)
+  eq(i.templateId, 'base')
+  eq(i.state, 'running')
+  eq(i.metadata.suite, 'sandbox')
+  ok(i.endAt > i.startedAt, 'endAt after startedAt')
+})
+await check('isRunning', async () => ok(await sbx.isRunning(), 'running'))
+await check('setTimeout moves endAt', async () => {
+  await sbx.setTimeout(30_000)
+  const i = await sbx.getInfo()
+  const left = i.endAt.getTime() - Date.now()
+  ok(left > 20_000 && left < 40_000, `endAt in ~30 s (was ${left} ms)`)
+  await sbx.setTimeout(120_000)
+})
+await check('list with a metadata filter and paging', async () => {
+  const extra = await Sandbox.create({ metadata: { suite: 'sandbox', run: String(process.pid) } })
+  const p = Sandbox.list({ query: { metadata: { run: String(process.pid) } }, limit: 1 })
+  const ids = []
+  while (p.hasNext) ids.push(...(await p.nextItems()).map((s) => s.sandboxId))
+  eq(ids.sort(), [sbx.sandboxId, extra.sandboxId].sort(), 'listed ids')
+  const none = await Sandbox.list({ query: { metadata: { run: 'no-such-run' } } }).nextItems()
+  eq(none.length, 0, 'filtered out')
+  await extra.kill()
+})
+await check('connect to a running sandbox', async () => {
+  const again = await Sandbox.connect(sbx.sandboxId)
+  eq((await again.commands.run('echo again')).stdout, 'again\n')
+})
+await check('pause, state paused, resume through connect', async () => {
+  ok(await sbx.pause(), 'paused')
+  eq((await sbx.getInfo()).state, 'paused')
+  eq(await sbx.isRunning(), false, 'envd down while paused')
+  const back = await Sandbox.connect(sbx.sandboxId)
+  eq((await back.getInfo()).state, 'running')
+  eq((await back.commands.run('echo resumed')).stdout, 'resumed\n')
+})
+await check('kill, then kill again is false', async () => {
+  await sbx.kill()
+  eq(await Sandbox.kill(sbx.sandboxId), false)
+})
+await check('getInfo of a missing sandbox: SandboxNotFoundError', async () => {
+  await throwsA(SandboxNotFoundError, () => Sandbox.getInfo(sbx.sandboxId))
+})
+await check('connect to a missing sandbox: SandboxNotFoundError', async () => {
+  await throwsA(SandboxNotFoundError, () => Sandbox.connect(sbx.sandboxId))
+})
+done()
