@@ -220,6 +220,12 @@ mcp-test: $(EXECBOX_TEST)
 judge-test: $(EXECBOX)
 	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/judge
 
+# The unmodified E2B SDKs (pinned e2b and @e2b/code-interpreter from npm,
+# cached outside the repository) and the E2B wire against the real server.
+.PHONY: e2b-test
+e2b-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2b
+
 # The client libraries (clients/) and the agent example (examples/codeact)
 # against the real server; the TypeScript client on mcp-test's Node 22.
 clients-test: $(EXECBOX)
@@ -250,6 +256,7 @@ check: deps
 	$(MAKE) clients-test
 	$(MAKE) tools-test
 	$(MAKE) judge-test
+	$(MAKE) e2b-test
 	$(MAKE) packaging-test
 	$(MAKE) http-test
 

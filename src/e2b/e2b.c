@@ -347,7 +347,8 @@ e2b_front_sbx(struct xb_req *r, struct xb_e2b *e, bool need_token, struct xb_sbx
                 not_running(r, id, "The sandbox is paused; resume it with Sandbox.connect()");
                 return NULL;
         }
-        if (x->state != XB_SBX_READY) {
+        /* A starting sandbox takes work: init runs it once it is up. */
+        if (x->state != XB_SBX_READY && x->state != XB_SBX_STARTING) {
                 not_running(r, id, "The sandbox is not running");
                 return NULL;
         }

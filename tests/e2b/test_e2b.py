@@ -1,0 +1,175 @@
+"""The unmodified E2B JS SDKs against the real daemon (tests/e2b/*.mjs,
+each printing "ok NAME" or "FAIL NAME: why" per check), and the wire
+itself as E2B's other clients (the Python SDK among them, which cannot be
+installed here) send it: the control plane, Host-based routing, Connect
+envelopes and errors."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import struct
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import HERE, TOKENS
+
+SCRIPTS = ["sandbox", "commands", "files", "interp", "errors"]
+
+
+def sdk_env(srv) -> dict:
+    env = dict(os.environ)
+    env.update(E2B_API_URL=srv.url, E2B_SANDBOX_URL=srv.url, E2B_API_KEY=TOKENS[0], E2B_API_KEY_B=TOKENS[1])
+    env.pop("E2B_DOMAIN", None)
+    env.pop("E2B_DEBUG", None)
+    return env
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_sdk_script(srv, sdk_modules, tmp_path, script):
+    for f in ("lib.mjs", f"{script}.mjs"):
+        shutil.copy(os.path.join(HERE, f), tmp_path / f)
+    os.symlink(sdk_modules, tmp_path / "node_modules")
+    r = subprocess.run(["node", str(tmp_path / f"{script}.mjs")], capture_output=True, text=True, timeout=300,
+                       env=sdk_env(srv), cwd=str(tmp_path))
+    lines = r.stdout.splitlines()
+    failed = [ln for ln in lines if ln.startswith("FAIL")]
+    passed = [ln for ln in lines if ln.startswith("ok ")]
+    assert r.returncode == 0 and not failed and passed, \
+        f"{script}: rc={r.returncode}\n" + "\n".join(failed) + f"\nstdout tail: {r.stdout[-1500:]}\nstderr: {r.stderr[-1500:]}"
+
+
+def call(srv, method, path, body=None, headers=None, raw=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(srv.url + path, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def api(srv, method, path, body=None, key=TOKENS[0]):
+    h = {"X-API-KEY": key, "Content-Type": "application/json"}
+    st, hd, b = call(srv, method, path, body, h)
+    return st, (json.loads(b) if b else None)
+
+
+def envelope(msg: dict) -> bytes:
+    js = json.dumps(msg).encode()
+    return struct.pack(">BI", 0, len(js)) + js
+
+
+def envelopes(data: bytes) -> list[tuple[int, dict]]:
+    out, off = [], 0
+    while off < len(data):
+        flags, n = struct.unpack(">BI", data[off:off + 5])
+        out.append((flags, json.loads(data[off + 5:off + 5 + n])))
+        off += 5 + n
+    return out
+
+
+@pytest.fixture
+def sandbox(srv):
+    st, sb = api(srv, "POST", "/v2/sandboxes", {"templateID": "base", "timeout": 120})
+    assert st == 201, sb
+    yield sb
+    api(srv, "DELETE", f"/sandboxes/{sb['sandboxID']}")
+
+
+def test_create_shape_and_templates(srv, sandbox):
+    for k in ("sandboxID", "templateID", "clientID", "envdVersion", "envdAccessToken"):
+        assert k in sandbox, k
+    st, sb = api(srv, "POST", "/sandboxes", {"templateID": "code-interpreter-v1"})
+    assert st == 201 and sb["templateID"] == "code-interpreter-v1"
+    api(srv, "DELETE", f"/sandboxes/{sb['sandboxID']}")
+    st, e = api(srv, "POST", "/v2/sandboxes", {"templateID": "no-such-template"})
+    assert st == 404 and e["code"] == 404 and "base" in e["message"]
+
+
+@pytest.mark.parametrize("body,word", [
+    ({"autoPause": True}, "autoPause"),
+    ({"allow_internet_access": True}, "internet"),
+    ({"network": {"allowOut": ["1.1.1.1"]}}, "allowOut"),
+    ({"volumeMounts": [{"name": "v", "path": "/mnt"}]}, "volume"),
+])
+def test_unsupported_create_options_are_refused(srv, body, word):
+    st, e = api(srv, "POST", "/v2/sandboxes", dict(body, templateID="base"))
+    assert st == 400 and word in e["message"], e
+
+
+def test_auth_is_required_and_per_tenant(srv, sandbox):
+    st, e = api(srv, "GET", "/v2/sandboxes", key="e2b_" + "0" * 40)
+    assert st == 401 and e["code"] == 401
+    st, e = api(srv, "GET", f"/sandboxes/{sandbox['sandboxID']}", key=TOKENS[1])
+    assert st == 404
+    st, lst = api(srv, "GET", "/sandboxes", key=TOKENS[1])
+    assert st == 200 and sandbox["sandboxID"] not in [s["sandboxID"] for s in lst]
+
+
+def test_envd_by_header_needs_the_access_token(srv, sandbox):
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983", "Content-Type": "application/json"}
+    st, _, b = call(srv, "POST", "/filesystem.Filesystem/Stat", {"path": "/home/user"}, h)
+    assert st == 401, b
+    st, _, b = call(srv, "POST", "/filesystem.Filesystem/Stat", {"path": "/home/user"}, dict(h, **{"X-Access-Token": tok}))
+    assert st == 200 and json.loads(b)["entry"]["type"] == "FILE_TYPE_DIRECTORY"
+    st, _, b = call(srv, "POST", "/filesystem.Filesystem/Stat", {"path": "/nope"}, dict(h, **{"X-Access-Token": tok}))
+    assert st == 404 and json.loads(b)["code"] == "not_found"
+    st, _, b = call(srv, "GET", "/health", None, {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"})
+    assert st == 204
+
+
+def test_envd_by_host_name(srv, sandbox):
+    """E2B_DOMAIN behind a proxy: Host "49983-<id>.<domain>" routes to envd."""
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    host = {"Host": f"49983-{sid}.e2b.example.test", "X-Access-Token": tok}
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=dict(host, **{"Content-Type": "application/connect+json"}),
+                    raw=envelope({"process": {"cmd": "/bin/echo", "args": ["via", "host"]}}))
+    assert st == 200, b
+    evs = envelopes(b)
+    assert evs[0][1]["event"]["start"]["pid"] > 0
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for f, m in evs
+                   if "event" in m and "data" in m["event"] and "stdout" in m["event"]["data"])
+    assert out == b"via host\n"
+    ends = [m["event"]["end"] for f, m in evs if "event" in m and "end" in m["event"]]
+    assert ends == [{"exitCode": 0, "exited": True, "status": "exit status 0"}]
+    assert evs[-1] == (2, {})
+    st, _, b = call(srv, "GET", "/health", None, {"Host": f"49983-{'a' * 26}.e2b.example.test"})
+    assert st == 502 and json.loads(b)["code"] == 502
+
+
+def test_connect_stream_errors(srv, sandbox):
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok, "Content-Type": "application/connect+json"}
+    st, _, b = call(srv, "POST", "/process.Process/Connect", headers=h, raw=envelope({"process": {"pid": 999999}}))
+    assert st == 200
+    assert envelopes(b)[-1] == (2, {"error": {"code": "not_found", "message": envelopes(b)[-1][1]["error"]["message"]}})
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h, raw=b"\x01\x00\x00\x00\x02{}")
+    assert st == 400 and json.loads(b)["code"] == "invalid_argument"
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h, raw=b"\x00\x00\x00\x10{}")
+    assert st == 400 and json.loads(b)["code"] == "invalid_argument"
+
+
+def test_files_octet_stream_and_multipart(srv, sandbox):
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    st, _, b = call(srv, "POST", "/files?path=/home/user/raw.bin", headers=dict(h, **{"Content-Type": "application/octet-stream"}),
+                    raw=b"\x00\x01raw")
+    assert st == 200 and json.loads(b)[0]["path"] == "/home/user/raw.bin"
+    st, _, b = call(srv, "GET", "/files?path=/home/user/raw.bin", headers=h)
+    assert st == 200 and b == b"\x00\x01raw"
+    bnd = "xbBOUNDARY"
+    body = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/home/user/m1.txt\"\r\n\r\none\r\n"
+            f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"m2.txt\"\r\n\r\ntwo\r\n--{bnd}--\r\n")
+    st, _, b = call(srv, "POST", "/files", headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}),
+                    raw=body.encode())
+    assert st == 200 and [f["path"] for f in json.loads(b)] == ["/home/user/m1.txt", "/home/user/m2.txt"]
+    st, _, b = call(srv, "GET", "/files?path=m2.txt", headers=h)
+    assert b == b"two"
+    st, _, b = call(srv, "GET", "/files?path=/home/user/missing", headers=h)
+    assert st == 404 and json.loads(b)["code"] == 404
