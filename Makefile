@@ -173,6 +173,11 @@ $(BUILD)/fuzz/fuzz_conf: tests/fuzz/fuzz_conf.c src/cli/config.c src/base/err.c
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_connect: tests/fuzz/fuzz_connect.c src/e2b/connect.c src/base/buf.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
 fuzz: $(FUZZ_BIN)
 
 fuzz-replay: $(FUZZ_BIN)
