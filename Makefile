@@ -276,6 +276,7 @@ bench: deps
 	$(MAKE) all $(BUILD)/bench/bench_run $(BUILD)/bench/bench_server
 	$(BUILD)/bench/bench_run $(EXECBOX)
 	$(BUILD)/bench/bench_server $(EXECBOX)
+	/usr/bin/python3 bench/e2b_bench.py $(EXECBOX)
 
 $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(@D)
