@@ -194,6 +194,10 @@ struct xb_proc_spec {
         const char *stdin_data;       /* written, then stdin is closed unless keep_stdin */
         size_t stdin_len;
         bool keep_stdin;              /* background processes: stdin stays open */
+        bool tty;                     /* a pty of the sandbox's devpts for 0-2 (stdout holds its output) */
+        uint16_t rows, cols;          /* its size */
+        const char *tag;              /* the client's name for it, or NULL (listed, xb_proc_find_tag) */
+        json_t *req_env;              /* the request's own env {K: V}, listed; borrowed, or NULL */
 };
 
 /* Ask init to spawn; NULL with err (its ecode set) when it cannot be asked.
@@ -201,6 +205,8 @@ struct xb_proc_spec {
 struct xb_proc *xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background,
                               struct xb_err *err);
 struct xb_proc *xb_proc_find(struct xb_sbx *x, pid_t pid);
+/* The newest process with this tag, or NULL. */
+struct xb_proc *xb_proc_find_tag(struct xb_sbx *x, const char *tag);
 /* Run p for c (exec): events "start" ({cmd}), then "stdout" and "stderr"
  * ({data}) when c wants events; then the result, the spawn's error, or at
  * the soft timeout the result so far (status "running", with offsets),
@@ -214,7 +220,9 @@ void xb_proc_wait_spawn(struct xb_proc *p, struct xb_call *c);
  * with the result so far and "waited": true. Cancelling leaves p running. */
 void xb_proc_wait(struct xb_proc *p, struct xb_call *c, uint64_t timeout_ms);
 json_t *xb_proc_json(const struct xb_proc *p, bool with_output);
-json_t *xb_proc_list_json(struct xb_sbx *x);
+/* Every process's xb_proc_json, newest first; detail adds what was asked:
+ * argv, env (the request's own), cwd and tag. */
+json_t *xb_proc_list_json(struct xb_sbx *x, bool detail);
 pid_t xb_proc_pid(const struct xb_proc *p);
 /* Output from byte offsets: {"stdout", "stderr", offsets, dropped, running}. */
 json_t *xb_proc_output_json(const struct xb_proc *p, uint64_t out_off, uint64_t err_off, size_t max);
@@ -224,7 +232,20 @@ void xb_proc_read(struct xb_proc *p, struct xb_call *c, uint64_t out_off, uint64
                   uint64_t wait_ms);
 /* -errno with err (XB_E_STDIN_CLOSED) when stdin is closed or backed up. */
 int xb_proc_write_stdin(struct xb_proc *p, const char *data, size_t len, bool close_after, struct xb_err *err);
+/* Set a pty's size (TIOCSWINSZ; its foreground group gets SIGWINCH).
+ * -ENOTTY with err (XB_E_INVALID) when p has no terminal. */
+int xb_proc_resize(struct xb_proc *p, uint16_t rows, uint16_t cols, struct xb_err *err);
+/* Stream p's output to c as events "stdout" and "stderr" (a pty's output
+ * is stdout) with {"data", "offset"}: data is base64 of the raw bytes when
+ * b64, else UTF-8 text with invalid bytes replaced. from_start replays what
+ * is kept from offset 0 first; else only what comes from now on. Done with
+ * the result once p finishes; cancelling c detaches and leaves p running. */
+void xb_proc_attach(struct xb_proc *p, struct xb_call *c, bool from_start, bool b64);
+/* Signal p's process group; SIGKILL kills its whole tree. -ESRCH once finished. */
 int xb_proc_signal(struct xb_proc *p, int signo);
-/* Kill p if it runs, and drop it once it has ended. */
+/* SIGKILL p and every descendant, setsid'd and double-forked ones too,
+ * even when p itself has exited already. -ESRCH when there is no tree. */
+int xb_proc_kill_tree(struct xb_proc *p);
+/* Kill p's tree, and drop p once it has ended. */
 void xb_proc_forget(struct xb_proc *p);
 bool xb_proc_running(const struct xb_proc *p);

@@ -25,7 +25,8 @@
 #define XB_INIT_MAX_CHILDREN 1024
 
 struct xb_init_child {
-        pid_t pid;
+        pid_t pid;            /* the command */
+        pid_t keeper;         /* its keeper (init_spawn.c), or 0: init reaps the command itself */
         uint32_t tag;
         int last;             /* XB_SPAWN_LAST: init exits after reporting it */
 };

@@ -52,13 +52,22 @@ xb_initc_spawn(int sock, uint32_t tag, const struct xb_exec_spec *q, struct xb_e
                 xb_msgw_u64(&w, XB_K_RLIMIT_FSIZE, q->rl_fsize);
         if (q->rl_nofile)
                 xb_msgw_u64(&w, XB_K_RLIMIT_NOFILE, q->rl_nofile);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 3 && !q->tty; i++)
                 if (q->std[i] >= 0) {
                         fds[nfds++] = q->std[i];
                         flags |= XB_SPAWN_STDIN << i;
                 }
+        if (q->tty) {
+                /* The command opens its pty and sends the master over tty_sock. */
+                fds[nfds++] = q->tty_sock;
+                flags |= XB_SPAWN_TTY;
+                xb_msgw_u64(&w, XB_K_ROWS, q->tty_rows);
+                xb_msgw_u64(&w, XB_K_COLS, q->tty_cols);
+        }
         if (q->last)
                 flags |= XB_SPAWN_LAST;
+        if (q->keeper)
+                flags |= XB_SPAWN_KEEPER;
         xb_msgw_u64(&w, XB_K_FLAGS, flags);
         if (w.overflow) {
                 free(buf);
@@ -81,7 +90,7 @@ xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags)
         xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_SIGNAL, 0);
         xb_msgw_u64(&w, XB_K_TARGET, tag);
         xb_msgw_u64(&w, XB_K_SIGNO, (uint64_t)signo);
-        xb_msgw_u64(&w, XB_K_FLAGS, flags & (XB_SIG_GROUP | XB_SIG_OTHERS));
+        xb_msgw_u64(&w, XB_K_FLAGS, flags & (XB_SIG_GROUP | XB_SIG_OTHERS | XB_SIG_TREE));
         return xb_msg_send(sock, w.buf, w.len, NULL, 0);
 }
 

@@ -41,7 +41,8 @@ int xb_sandbox_pipe(int fds[2]);
 /* Send a spawn request; the std fds are passed, not closed. */
 int xb_initc_spawn(int sock, uint32_t tag, const struct xb_exec_spec *q, struct xb_err *err);
 /* Signal a spawned command; flags: XB_SIG_GROUP (its process group),
- * XB_SIG_OTHERS (the rest of its group, until none is left). */
+ * XB_SIG_OTHERS (the rest of its group, until none is left), XB_SIG_TREE
+ * (it and every descendant, setsid'd or orphaned, even after it exited). */
 int xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags);
 /* Receive and validate one event. -EAGAIN: nothing pending; -EPIPE: init is
  * gone; -EBADMSG: init sent garbage (the caller should kill the sandbox).

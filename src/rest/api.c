@@ -120,13 +120,17 @@ static const struct xb_rest_op_route
                        .check_op = "get_sandbox", .decor = &exec_decor },
         start_route = { .op = "process_start", .tmpl = SBX "/processes", .status = 201,
                         .bad_body = XB_E_INVALID_PROCESS_START, .check_op = "get_sandbox", .decor = &start_decor },
-        procs_route = { .op = "list_processes", .tmpl = SBX "/processes", .no_body = true },
+        procs_route = { .op = "list_processes", .tmpl = SBX "/processes", .no_body = true,
+                        .query = { { "detail", 'b' } } },
         proc_route = { .op = "get_process", .tmpl = PROC, .no_body = true },
         proc_delete_route = { .op = "delete_process", .tmpl = PROC, .status = 204, .no_body = true },
         stdin_route = { .op = "process_input", .tmpl = PROC "/stdin", .bad_body = XB_E_INVALID_STDIN,
                         .check_op = "get_process" },
         signal_route = { .op = "process_kill", .tmpl = PROC "/signal", .check_op = "get_process" },
-        wait_route = { .op = "wait_process", .tmpl = PROC "/wait", .check_op = "get_process", .decor = &wait_decor };
+        wait_route = { .op = "wait_process", .tmpl = PROC "/wait", .check_op = "get_process", .decor = &wait_decor },
+        resize_route = { .op = "process_resize", .tmpl = PROC "/resize", .check_op = "get_process" },
+        attach_route = { .op = "process_attach", .tmpl = PROC "/stream", .sse = true, .no_body = true,
+                         .query = { { "from", 's' }, { "encoding", 's' } } };
 
 /* GET .../output: the offsets are validated by the operation, after it
  * found the process. A value it could not be given (a NUL byte, bad
@@ -171,5 +175,7 @@ const struct xb_route xb_api_routes_sandboxes[] = {
         { "POST", "/v1/sandboxes/{}/processes/{}/stdin", xb_rest_op_handler, 0, &stdin_route },
         { "POST", "/v1/sandboxes/{}/processes/{}/signal", xb_rest_op_handler, 0, &signal_route },
         { "POST", "/v1/sandboxes/{}/processes/{}/wait", xb_rest_op_handler, 0, &wait_route },
+        { "POST", "/v1/sandboxes/{}/processes/{}/resize", xb_rest_op_handler, 0, &resize_route },
+        { "GET", "/v1/sandboxes/{}/processes/{}/stream", xb_rest_op_handler, 0, &attach_route },
 };
 const size_t xb_api_nroutes_sandboxes = sizeof(xb_api_routes_sandboxes) / sizeof(xb_api_routes_sandboxes[0]);

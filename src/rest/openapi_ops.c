@@ -24,8 +24,17 @@
                                                     "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
 
 /* REST-only fields of exec and process start (src/ops/op_proc.c: parse_cmd). */
-#define CMD_EXTRAS(limit)                                                                                        \
-        "{\"argv\": {\"type\": [\"array\", \"null\"], \"maxItems\": 4096, \"items\": {\"type\": \"string\"}, "  \
+#define PTY_PROP                                                                                                 \
+        "\"pty\": {\"type\": [\"object\", \"null\"], \"description\": \"Run it on a terminal of its own (a pty of " \
+        "the sandbox's devpts) of this size: its output is stdout, input goes to the terminal, resize with "    \
+        ".../resize. null: pipes.\", \"properties\": {\"cols\": {\"type\": \"integer\", \"minimum\": 1, "            \
+        "\"maximum\": 4096}, \"rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096}}, "                \
+        "\"additionalProperties\": false}, "
+#define TAG_PROP                                                                                                 \
+        "\"tag\": {\"type\": [\"string\", \"null\"], \"maxLength\": 256, \"description\": \"Your name for it: "     \
+        "listed, and usable instead of the pid by process_attach.\"}, "
+#define CMD_EXTRAS(limit, more)                                                                                  \
+        "{" more "\"argv\": {\"type\": [\"array\", \"null\"], \"maxItems\": 4096, \"items\": {\"type\": \"string\"}, "  \
         "\"description\": \"A program and its arguments, run without a shell. Give exactly one of cmd and "     \
         "argv.\"}, "                                                                                             \
         "\"user\": {\"type\": [\"string\", \"null\"], \"enum\": [\"user\", \"root\", null], \"description\": "  \
@@ -179,11 +188,14 @@ const struct xb_op_def xb_op_defs[] = {
         { .tool = "run_command", .tag = "commands", .rest_optional = true, .sse = true, .errors = "410 429",
           .sse_events = "start ({pid}), then stdout and stderr ({data}) as the command prints, or error "
                         "({code, message}) if it cannot start",
-          .body = CMD_EXTRAS("1 MiB") },
+          .body = CMD_EXTRAS("1 MiB", PTY_PROP) },
         { .tool = "process_start", .tag = "processes", .rest_optional = true, .errors = "410 429",
-          .body = CMD_EXTRAS("4 MiB") },
+          .body = CMD_EXTRAS("4 MiB", PTY_PROP TAG_PROP) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/processes", .id = "list_processes", .tag = "processes",
           .summary = "List the processes the server tracks.",
+          .params = "[{\"name\": \"detail\", \"in\": \"query\", \"required\": false, \"description\": \"Add what "
+                    "was asked for each: argv, env (the request's own), cwd and tag.\", \"schema\": {\"type\": "
+                    "\"boolean\"}}]",
           .reply = JSON_REPLY("The processes.", OBJ_OPEN("\"processes\": {\"type\": \"array\", \"items\": " J_PROCESS "}",
                                                          "\"processes\"")) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/processes/{pid}", .id = "get_process", .tag = "processes",
@@ -194,7 +206,9 @@ const struct xb_op_def xb_op_defs[] = {
           .params = "[{\"name\": \"max_bytes\", \"in\": \"query\", \"required\": false, \"description\": \"Most "
                     "bytes of each stream to return (default 1 MiB).\", \"schema\": {\"type\": \"integer\", "
                     "\"minimum\": 0, \"maximum\": 16777216}}]" },
-        { .tool = "process_input", .tag = "processes", .errors = "409" },
+        { .tool = "process_input", .tag = "processes", .errors = "409",
+          .body = "{\"encoding\": {\"type\": [\"string\", \"null\"], \"enum\": [\"utf-8\", \"base64\", null], "
+                  "\"description\": \"base64: data is raw bytes in base64 (a terminal's keys). null: utf-8.\"}}" },
         { .tool = "process_kill", .tag = "processes", .errors = "409",
           .description = "Send a signal (a name such as SIGINT, or a number 1-64; SIGTERM when absent) to the "
                          "process group." },
@@ -206,6 +220,28 @@ const struct xb_op_def xb_op_defs[] = {
           .reply = JSON_REPLY("The result.", "{\"type\": \"object\", \"properties\": {" J_RESULT_PROPS ", "
                               "\"waited\": {\"type\": \"boolean\", \"description\": \"The wait timed out.\"}}, "
                               "\"required\": [" J_RESULT_REQUIRED "]}") },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/processes/{pid}/resize", .id = "process_resize",
+          .tag = "processes", .summary = "Resize a process's terminal.", .errors = "409",
+          .description = "Sets the size of the pty a process started with `pty` runs on; its foreground program "
+                         "gets SIGWINCH.",
+          .body = JSON_BODY(OBJ_CLOSED("\"cols\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096}, "
+                                       "\"rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096}",
+                                       "\"cols\", \"rows\"")),
+          .reply = JSON_REPLY("Resized.", OBJ_OPEN("\"ok\": {\"type\": \"boolean\"}, \"cols\": {\"type\": "
+                                                   "\"integer\"}, \"rows\": {\"type\": \"integer\"}", "\"ok\"")) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/processes/{pid}/stream", .id = "process_attach",
+          .tag = "processes", .summary = "Stream a running process's output.", .sse = true,
+          .description = "Attach to a process (reconnect to a background one): with Accept: text/event-stream, "
+                         "its output as stdout and stderr events ({data, offset}; a pty's output is stdout) and "
+                         "then its result when it ends. Leaving detaches; the process runs on.",
+          .params = "[{\"name\": \"from\", \"in\": \"query\", \"required\": false, \"description\": \"start "
+                    "(the default): what is kept of its output first; now: only new output.\", \"schema\": "
+                    "{\"type\": \"string\", \"enum\": [\"start\", \"now\"]}}, {\"name\": \"encoding\", \"in\": "
+                    "\"query\", \"required\": false, \"description\": \"base64 (the default): data is the raw "
+                    "bytes; utf-8: text with invalid bytes replaced.\", \"schema\": {\"type\": \"string\", "
+                    "\"enum\": [\"base64\", \"utf-8\"]}}]",
+          .sse_events = "stdout and stderr ({data, offset}), then result (the process's result)",
+          .reply = JSON_REPLY("The stream (text/event-stream).", "{\"type\": \"object\"}") },
 
         /* ---- files (files.c) ---- */
         { .tool = "read_file", .tag = "files", .summary = "Download a file.", .errors = "403 410 416",
