@@ -122,7 +122,7 @@ e2b_sbx_add(struct xb_e2b *e, const char *id, int tenant)
 }
 
 void
-e2b_track_add(struct e2b_sbx *s, int pid, const char *tag, json_t *config)
+e2b_track_add(struct e2b_sbx *s, int pid, const char *tag, json_t *config, bool pty)
 {
         struct e2b_tracked *t;
 
@@ -142,6 +142,7 @@ e2b_track_add(struct e2b_sbx *s, int pid, const char *tag, json_t *config)
         t->pid = pid;
         t->tag = tag ? strdup(tag) : NULL;
         t->config = json_incref(config);
+        t->pty = pty;
         t->next = s->tracked;
         s->tracked = t;
         s->ntracked++;

@@ -24,6 +24,7 @@ struct e2b_tracked {
         int pid;
         char *tag;                   /* or NULL */
         json_t *config;              /* {cmd, args, envs, cwd} as Start gave it */
+        bool pty;                    /* started with a terminal */
 };
 
 /* What E2B knows about a sandbox and execbox does not keep. Dropped once
@@ -62,7 +63,7 @@ struct e2b_sbx *e2b_sbx_add(struct xb_e2b *e, const char *id, int tenant);
 struct xb_sbx *e2b_engine_sbx(struct xb_e2b *e, const char *id);
 void e2b_sbx_prune(struct xb_e2b *e);
 /* Forget Start configs of processes the engine no longer runs. */
-void e2b_track_add(struct e2b_sbx *s, int pid, const char *tag, json_t *config);
+void e2b_track_add(struct e2b_sbx *s, int pid, const char *tag, json_t *config, bool pty);
 struct e2b_tracked *e2b_track_find(struct e2b_sbx *s, int pid, const char *tag);
 
 /* One operation run for the adapter: done gets the result (taken) or the

@@ -3,11 +3,11 @@
  * SendInput, StreamInput, CloseStdin, SendSignal answer at once.
  *
  * A process started here is an execbox background process (op
- * process_start): it outlives the stream, as envd's do, and dies at the
- * request's Connect-Timeout-Ms (the engine's hard timeout). Its output is
- * followed with long-poll reads by byte offset (op process_read), so a
- * Connect later, or several at once, see it too. Output is UTF-8 text as
- * the engine keeps it, sent as the bytes E2B's messages carry (base64). */
+ * process_start, with a pty when asked): it outlives the stream, as envd's
+ * do, and dies with its whole tree at the request's Connect-Timeout-Ms
+ * (the engine's hard timeout). Its output is followed by attaching to it
+ * (op process_attach: raw bytes as base64, from its first byte for Start,
+ * from now for Connect), so several streams may follow one process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -22,7 +22,6 @@
 #include "e2b/e2b_int.h"
 #include "ops/jsonv.h"
 
-#define READ_WAIT_S 20
 #define INPUT_MAX (16u << 20)
 
 struct pstream {
@@ -35,7 +34,7 @@ struct pstream {
         bool is_start, want_stdin;
         char *tag;
         json_t *config;
-        uint64_t out_off, err_off;
+        bool pty;                    /* its output is a terminal's: "pty" data */
 };
 
 static void
@@ -55,26 +54,15 @@ event(json_t *ev)
         return json_pack("{s:o}", "event", ev);
 }
 
-static void read_next(struct pstream *ps);
-
-/* The process ended: its end event, then the stream's end. */
+/* The process ended: its end event from the engine's result, then the
+ * stream's end. */
 static void
-finish(struct pstream *ps)
+finish(struct pstream *ps, json_t *info)
 {
-        _cleanup_(xb_json_decrefp) json_t *args = json_pack("{s:s,s:i}", "id", ps->id, "pid", ps->pid);
-        _cleanup_(xb_json_decrefp) json_t *info = NULL;
-        struct xb_err err = { 0 };
-        json_t *code, *sig;
-        char status[64] = "exit status 0";
+        json_t *code = json_object_get(info, "exit_code"), *sig = json_object_get(info, "signal");
+        char status[64];
         json_t *end;
 
-        if (e2b_run_sync(ps->e, ps->tenant, "get_process", args, &info, &err) < 0) {
-                e2b_stream_end(&ps->es, "internal", err.msg);
-                ps_free(ps);
-                return;
-        }
-        code = json_object_get(info, "exit_code");
-        sig = json_object_get(info, "signal");
         if (json_is_integer(code)) {
                 snprintf(status, sizeof(status), "exit status %d", (int)json_integer_value(code));
                 end = json_pack("{s:i,s:b,s:s}", "exitCode", (int)json_integer_value(code), "exited", 1, "status",
@@ -92,59 +80,45 @@ finish(struct pstream *ps)
         ps_free(ps);
 }
 
+/* Output as the engine attaches it: base64 of the raw bytes already. */
 static void
-send_data(struct pstream *ps, const char *which, json_t *text)
+attach_event(struct e2b_sink *s, const char *name, json_t *data)
 {
-        _cleanup_free_ char *b64 = NULL;
-        size_t n = json_string_length(text);
+        struct pstream *ps = (struct pstream *)((char *)s - offsetof(struct pstream, sink));
+        const char *b64 = json_string_value(json_object_get(data, "data"));
 
-        if (!n || xb_base64_encode_alloc(json_string_value(text), n, &b64) < 0)
+        if (!name || !b64 || !*b64 || !ps->es.st)
                 return;
-        e2b_stream_send(&ps->es, event(json_pack("{s:{s:s}}", "data", which, b64)));
+        if (strcmp(name, "stdout") && strcmp(name, "stderr"))
+                return;
+        e2b_stream_send(&ps->es, event(json_pack("{s:{s:s}}", "data", ps->pty ? "pty" : name, b64)));
 }
 
 static void
-read_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
+attach_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
 {
         struct pstream *ps = (struct pstream *)((char *)s - offsetof(struct pstream, sink));
-        json_t *oo, *eo;
 
         if (err) {
                 e2b_stream_end(&ps->es, xb_connect_code_ec(err), err->msg);
                 ps_free(ps);
                 return;
         }
-        send_data(ps, "stdout", json_object_get(res, "stdout"));
-        send_data(ps, "stderr", json_object_get(res, "stderr"));
-        oo = json_object_get(res, "stdout_offset");
-        eo = json_object_get(res, "stderr_offset");
-        if (json_is_integer(oo))
-                ps->out_off = (uint64_t)json_integer_value(oo);
-        if (json_is_integer(eo))
-                ps->err_off = (uint64_t)json_integer_value(eo);
-        if (json_is_true(json_object_get(res, "running")) || json_string_length(json_object_get(res, "stdout")) ||
-            json_string_length(json_object_get(res, "stderr"))) {
-                json_decref(res);
-                if (!ps->es.st) {
-                        ps_free(ps);
-                        return;
-                }
-                read_next(ps);
-                return;
-        }
+        finish(ps, res);
         json_decref(res);
-        finish(ps);
 }
 
+/* Follow the process: from its first byte (Start) or from now (Connect). */
 static void
-read_next(struct pstream *ps)
+attach(struct pstream *ps, bool from_start)
 {
         _cleanup_(xb_json_decrefp) json_t *args =
-                json_pack("{s:s,s:i,s:I,s:I,s:i}", "id", ps->id, "pid", ps->pid, "stdout_offset",
-                          (json_int_t)ps->out_off, "stderr_offset", (json_int_t)ps->err_off, "wait_s", READ_WAIT_S);
+                json_pack("{s:s,s:i,s:s,s:s}", "id", ps->id, "pid", ps->pid, "from", from_start ? "start" : "now",
+                          "encoding", "base64");
 
-        ps->sink.done = read_done;
-        if (!e2b_run(ps->e, ps->tenant, "process_read", args, 0, &ps->sink)) {
+        ps->sink.done = attach_done;
+        ps->sink.event = attach_event;
+        if (!e2b_run(ps->e, ps->tenant, "process_attach", args, XB_CALL_EVENTS, &ps->sink)) {
                 e2b_stream_end(&ps->es, "resource_exhausted", "out of memory");
                 ps_free(ps);
         }
@@ -209,7 +183,7 @@ start_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
         json_decref(res);
         rec = e2b_sbx_find(ps->e, ps->id, ps->tenant);
         if (rec)
-                e2b_track_add(rec, ps->pid, ps->tag, ps->config);
+                e2b_track_add(rec, ps->pid, ps->tag, ps->config, ps->pty);
         if (!ps->want_stdin) {
                 _cleanup_(xb_json_decrefp) json_t *a = json_pack("{s:s,s:i,s:s,s:b}", "id", ps->id, "pid", ps->pid,
                                                                  "data", "", "eof", 1);
@@ -218,7 +192,7 @@ start_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
                 e2b_run_sync(ps->e, ps->tenant, "process_input", a, NULL, &e2);
         }
         if (open_stream(ps, r))
-                read_next(ps);
+                attach(ps, true);
 }
 
 static void
@@ -250,7 +224,7 @@ proc_start(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
         _cleanup_(xb_json_decrefp) json_t *msg = NULL, *args = NULL;
-        json_t *proc, *argv, *v;
+        json_t *proc, *argv, *v, *pty;
         const char *user, *cmd, *tag;
         struct xb_sbx *x;
         struct e2b_sbx *s = e2b_front_sbx(r, e, true, &x);
@@ -266,10 +240,6 @@ proc_start(struct xb_req *r)
                 stream_error(r, "invalid_argument", "`process.cmd` is required");
                 return;
         }
-        if (json_object_get(msg, "pty") && !json_is_null(json_object_get(msg, "pty"))) {
-                stream_error(r, "unimplemented", "this server has no PTY support yet: run the command without a PTY");
-                return;
-        }
         argv = json_pack("[s]", cmd);
         json_array_foreach(json_object_get(proc, "args"), i, v)
                 if (json_is_string(v))
@@ -282,6 +252,13 @@ proc_start(struct xb_req *r)
                 json_object_set(args, "cwd", json_object_get(proc, "cwd"));
         if (deadline)
                 json_object_set_new(args, "timeout_s", json_real((double)deadline / 1000.0));
+        pty = json_object_get(json_object_get(msg, "pty"), "size");
+        if (json_is_object(json_object_get(msg, "pty"))) {
+                json_int_t cols = json_integer_value(json_object_get(pty, "cols")), rows = json_integer_value(json_object_get(pty, "rows"));
+
+                json_object_set_new(args, "pty", json_pack("{s:I,s:I}", "cols", cols > 0 ? cols : 80, "rows",
+                                                           rows > 0 ? rows : 24));
+        }
         ps = ps_new(e, s);
         if (!ps) {
                 stream_error(r, "resource_exhausted", "out of memory");
@@ -289,7 +266,9 @@ proc_start(struct xb_req *r)
         }
         tag = json_string_value(json_object_get(msg, "tag"));
         ps->tag = tag ? strdup(tag) : NULL;
-        ps->want_stdin = json_is_true(json_object_get(msg, "stdin"));
+        ps->pty = json_is_object(json_object_get(msg, "pty"));
+        /* A terminal always takes input (envd: stdin is the pty's). */
+        ps->want_stdin = ps->pty || json_is_true(json_object_get(msg, "stdin"));
         ps->is_start = true;
         ps->config = json_pack("{s:s,s:O,s:O}", "cmd", cmd, "args",
                                json_is_array(json_object_get(proc, "args")) ? json_object_get(proc, "args") : json_array(),
@@ -339,10 +318,13 @@ proc_connect(struct xb_req *r)
                 return;
         }
         ps->pid = pid;
-        ps->out_off = (uint64_t)json_integer_value(json_object_get(info, "stdout_bytes"));
-        ps->err_off = (uint64_t)json_integer_value(json_object_get(info, "stderr_bytes"));
+        {
+                struct e2b_tracked *t = e2b_track_find(s, pid, NULL);
+
+                ps->pty = t && t->pty;
+        }
         if (open_stream(ps, r))
-                read_next(ps);
+                attach(ps, false);
 }
 
 /* ListRequest {}: the running processes with what Start gave them. */
@@ -383,26 +365,20 @@ proc_list(struct xb_req *r)
         e2b_rpc_reply(r, json_pack("{s:o}", "processes", out));
 }
 
-/* Write input (base64 bytes) to a process; eof closes its stdin. */
+/* Write input (base64 bytes, as envd's messages carry them) to a process;
+ * eof closes its stdin (a terminal gets ^D). */
 static int
 write_input(struct xb_e2b *e, struct e2b_sbx *s, int pid, json_t *input, bool eof, struct xb_err *err)
 {
         const char *b64 = json_string_value(json_object_get(input, "stdin"));
-        _cleanup_free_ void *data = NULL;
         _cleanup_(xb_json_decrefp) json_t *args = NULL;
-        size_t n = 0;
 
         if (!b64)
                 b64 = json_string_value(json_object_get(input, "pty"));
-        if (b64 && xb_base64_decode_alloc(b64, strlen(b64), INPUT_MAX, 0, &data, &n) < 0)
-                return xb_err_code(err, XB_E_INVALID_STDIN, EINVAL, NULL, "the input is not base64");
-        if (n && memchr(data, '\0', n))
-                return xb_err_code(err, XB_E_INVALID_STDIN, EINVAL, NULL,
-                                   "input with NUL bytes cannot be written to this server's processes");
-        args = json_pack("{s:s,s:i,s:s%,s:b}", "id", s->id, "pid", pid, "data", data ? (const char *)data : "", n,
+        if (b64 && strlen(b64) > INPUT_MAX)
+                return xb_err_code(err, XB_E_INVALID_STDIN, E2BIG, NULL, "the input is over 16 MiB");
+        args = json_pack("{s:s,s:i,s:s,s:s,s:b}", "id", s->id, "pid", pid, "data", b64 ? b64 : "", "encoding", "base64",
                          "eof", eof);
-        if (!args)
-                return xb_err_code(err, XB_E_INVALID_STDIN, EINVAL, NULL, "the input is not UTF-8 text");
         return e2b_run_sync(e, s->tenant, "process_input", args, NULL, err);
 }
 
@@ -538,15 +514,32 @@ proc_send_signal(struct xb_req *r)
         e2b_rpc_reply(r, NULL);
 }
 
-/* UpdateRequest {process, pty}: a PTY's size. */
+/* UpdateRequest {process, pty: {size: {cols, rows}}}: a PTY's size. */
 static void
 proc_update(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
+        _cleanup_(xb_json_decrefp) json_t *msg = NULL, *args = NULL;
+        struct xb_err err = { 0 };
         struct xb_sbx *x;
+        struct e2b_sbx *s = e2b_front_sbx(r, e, true, &x);
+        json_t *size;
+        int pid;
 
-        if (e2b_front_sbx(r, e, true, &x))
-                e2b_rpc_error(r, "unimplemented", "this server has no PTY support yet, so there is no PTY to resize");
+        if (!s || !(msg = e2b_rpc_body(r)) || (pid = e2b_rpc_pid(r, s, msg, "process")) < 0)
+                return;
+        size = json_object_get(json_object_get(msg, "pty"), "size");
+        if (!json_is_integer(json_object_get(size, "cols")) || !json_is_integer(json_object_get(size, "rows"))) {
+                e2b_rpc_error(r, "invalid_argument", "`pty.size` must give `cols` and `rows`");
+                return;
+        }
+        args = json_pack("{s:s,s:i,s:O,s:O}", "id", s->id, "pid", pid, "cols", json_object_get(size, "cols"), "rows",
+                         json_object_get(size, "rows"));
+        if (e2b_run_sync(e, s->tenant, "process_resize", args, NULL, &err) < 0) {
+                input_fail(r, &err);
+                return;
+        }
+        e2b_rpc_reply(r, NULL);
 }
 
 #define RPC(m, fn) { "POST", "/process.Process/" m, fn, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL }

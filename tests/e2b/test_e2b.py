@@ -18,7 +18,7 @@ import pytest
 
 from conftest import HERE, TOKENS
 
-SCRIPTS = ["sandbox", "commands", "files", "interp", "errors"]
+SCRIPTS = ["sandbox", "commands", "pty", "files", "interp", "errors"]
 
 
 def sdk_env(srv) -> dict:
