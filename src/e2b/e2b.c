@@ -188,6 +188,13 @@ sink_fail(void *ctx, const struct xb_err *err)
 
 static const struct xb_sink_ops sink_ops = { sink_event, sink_done, sink_fail };
 
+struct xb_call *
+e2b_call_new(struct e2b_sink *s, unsigned flags)
+{
+        s->call = xb_call_new(&sink_ops, s, flags);
+        return s->call;
+}
+
 bool
 e2b_run(struct xb_e2b *e, int tenant, const char *op, json_t *args, unsigned flags, struct e2b_sink *s)
 {

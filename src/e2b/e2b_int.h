@@ -78,6 +78,10 @@ struct e2b_sink {
  * memory or the op is unknown. done may run before this returns. */
 bool e2b_run(struct xb_e2b *e, int tenant, const char *op, json_t *args, unsigned flags, struct e2b_sink *s);
 
+/* A call reporting to s, for the engine's fast paths that take one
+ * directly (core/files.h); NULL when out of memory. */
+struct xb_call *e2b_call_new(struct e2b_sink *s, unsigned flags);
+
 /* Run an operation the engine answers at once (list, signal, stdin, get):
  * its result in *ret (taken; NULL ret drops it), or -errno with err. */
 int e2b_run_sync(struct xb_e2b *e, int tenant, const char *op, json_t *args, json_t **ret, struct xb_err *err);

@@ -18,6 +18,7 @@
 #include "core/files.h"
 #include "e2b/connect.h"
 #include "e2b/e2b_int.h"
+#include "ops/op_files.h"
 #include "ops/jsonv.h"
 
 #define PARTS_MAX 1000
@@ -283,30 +284,36 @@ files_error(struct xb_req *r, const struct xb_err *err)
         xb_reply_json(r, status, json_pack("{s:s,s:i}", "message", err->msg, "code", (int)status));
 }
 
-static void
-download_done(struct xb_req *r, struct e2b_async *a, json_t *res, const struct xb_err *err)
-{
-        const char *content = json_string_value(json_object_get(res, "content"));
-        const char *enc = json_string_value(json_object_get(res, "encoding"));
-        _cleanup_free_ void *bytes = NULL;
-        size_t n = 0;
+/* A download: init opens the file, the reply sends it from the fd. */
+struct download {
+        struct e2b_sink sink;
+        struct xb_req *req;
+        struct xb_file_span span;
+        bool inside;                 /* still in files_get */
+};
 
-        if (err) {
-                files_error(r, err);
-        } else if (json_is_true(json_object_get(res, "truncated"))) {
-                xb_reply_json(r, 413, json_pack("{s:s,s:i}", "message", "the file is larger than this server sends "
-                                                "through /files (32 MiB)", "code", 413));
-        } else if (enc && !strcmp(enc, "base64")) {
-                if (xb_base64_decode_alloc(content, strlen(content), strlen(content), 0, &bytes, &n) < 0)
-                        xb_reply_json(r, 500, json_pack("{s:s,s:i}", "message", "bad content", "code", 500));
-                else
-                        xb_reply_bytes(r, 200, "application/octet-stream", bytes, n);
-        } else {
-                xb_reply_bytes(r, 200, "application/octet-stream", content ? content : "",
-                               json_string_length(json_object_get(res, "content")));
-        }
+static void
+download_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
+{
+        struct download *d = (struct download *)s;
+
         json_decref(res);
-        e2b_async_free(a);
+        if (err)
+                files_error(d->req, err);
+        else
+                xb_reply_fd(d->req, 200, "application/octet-stream", d->span.fd, 0, d->span.size, NULL);
+        if (!d->inside)
+                free(d);
+}
+
+static void
+download_gone(struct xb_req *r, void *owner)
+{
+        struct download *d = owner;
+
+        (void)r;
+        xb_call_cancel(d->sink.call);
+        free(d);
 }
 
 static void
@@ -315,20 +322,42 @@ files_get(struct xb_req *r)
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
         _cleanup_(xb_json_decrefp) json_t *args = NULL;
         const char *path = xb_req_query(r, "path", NULL);
+        struct xb_file_range rg = { .kind = XB_RANGE_NONE };
+        struct xb_err err = { 0 };
+        struct xb_file_req q;
         struct xb_sbx *x;
         struct e2b_sbx *s = e2b_front_sbx(r, e, true, &x);
-        struct e2b_async *a;
+        struct download *d;
+        char *p = NULL;
 
-        if (!s)
+        if (!s || !e2b_rpc_user(r))
                 return;
         if (!path || !*path) {
                 xb_reply_json(r, 400, json_pack("{s:s,s:i}", "message", "the `path` query parameter is required", "code", 400));
                 return;
         }
-        if (!(a = e2b_async_new(r, e, s->tenant, s->id, download_done)))
+        args = json_pack("{s:s,s:s}", "id", s->id, "path", path);
+        if (!(x = xb_opfile_sandbox(e->core, s->tenant, args, &err)) || xb_opfile_read_args(args, &q, &p, &err) < 0) {
+                files_error(r, &err);
                 return;
-        args = json_pack("{s:s,s:s,s:I}", "id", s->id, "path", path, "max_bytes", (json_int_t)XB_FILE_READ_MAX);
-        e2b_async_run(a, "read_file", args, 0);
+        }
+        d = calloc(1, sizeof(*d));
+        if (!d || !e2b_call_new(&d->sink, 0)) {
+                free(d);
+                free(p);
+                xb_reply_json(r, 503, json_pack("{s:s,s:i}", "message", "out of memory", "code", 503));
+                return;
+        }
+        d->sink.done = download_done;
+        d->req = r;
+        d->inside = true;
+        xb_fileop_open_read(x, &q, p, &rg, &d->span, d->sink.call);
+        d->inside = false;
+        if (!d->sink.call) {
+                free(d);   /* answered already */
+                return;
+        }
+        xb_req_suspend(r, download_gone, d);
 }
 
 /* One file of an upload: where, and the bytes (pointers into the body). */

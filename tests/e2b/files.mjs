@@ -67,5 +67,11 @@ await check('a file written by a command is read back', async () => {
   await sbx.commands.run('echo from-cmd > /home/user/cmd.txt')
   eq(await sbx.files.read('/home/user/cmd.txt'), 'from-cmd\n')
 })
+await check('a 40 MiB file made by a command is read whole', async () => {
+  await sbx.commands.run('head -c 41943040 /dev/zero | tr "\\0" "z" > /home/user/big.txt')
+  const b = await sbx.files.read('/home/user/big.txt', { format: 'bytes' })
+  eq(b.length, 41943040)
+  ok(b[0] === 122 && b[b.length - 1] === 122, 'the bytes')
+})
 await sbx.kill()
 done()
