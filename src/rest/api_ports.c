@@ -81,6 +81,7 @@ list_shape(struct xb_req *r, const char *event, json_t *res)
         if (event || !id || !(out = json_deep_copy(res)))
                 return res;
         json_decref(res);
+        id = json_string_value(json_object_get(out, "id"));   /* res's is gone */
         ports = json_object_get(out, "ports");
         json_array_foreach(ports, i, p)
                 add_links(r, p, id, (unsigned)json_integer_value(json_object_get(p, "port")), "");
@@ -98,6 +99,8 @@ share_shape(struct xb_req *r, const char *event, json_t *res)
         if (event || !id || !token || !(out = json_deep_copy(res)))
                 return res;
         json_decref(res);
+        id = json_string_value(json_object_get(out, "id"));   /* res's are gone */
+        token = json_string_value(json_object_get(out, "token"));
         snprintf(tail, sizeof(tail), "?%s=%s", XB_SHARE_PARAM, token);
         add_links(r, out, id, (unsigned)json_integer_value(json_object_get(out, "port")), tail);
         return out;

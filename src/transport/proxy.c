@@ -141,7 +141,12 @@ unpark(struct xb_proxy *p)
         struct xb_req *r = p->req;
 
         p->parked_up = p->parked_down = false;
-        if (!r || !r->suspended)
+        if (!r)
+                return;
+        /* on_completed would call it for a request that ended well */
+        if (r->on_gone == proxy_gone)
+                r->on_gone = NULL;
+        if (!r->suspended)
                 return;
         http_watch_stop(r);
         http_conn_resume(r);
@@ -486,10 +491,8 @@ try_reply(struct xb_proxy *p)
         p->resp = NULL;
         p->queued = true;
         p->waiting_head = false;
+        /* It resumes a parked connection; a later park names us again. */
         http_queue(r, p->status, resp);
-        /* http_queue resumed it; later parking names us again */
-        r->on_gone = proxy_gone;
-        r->owner = p;
 }
 
 /* ---- the upstream socket ---- */
