@@ -93,6 +93,11 @@
         X(BAD_VARIABLE_NAME, "invalid_request")                       \
         X(IMAGE_NOT_FOUND, "image_not_found")                         \
         X(INVALID_LANGUAGE, "invalid_request")     /* not a language name */ \
+        /* published ports */                                         \
+        X(INVALID_PORT, "invalid_port")                               \
+        X(PORT_CLOSED, "port_closed")      /* nothing listens */      \
+        X(SHARE_EXPIRED, "link_expired")                              \
+        X(BAD_SHARE, "bad_signature")                                 \
         /* the seeds' plugin routes */                                \
         X(GUIDE_NOT_FOLLOWED, "guide_not_followed")                   \
         X(UNAUTHORIZED, "unauthorized")

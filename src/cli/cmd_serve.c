@@ -33,6 +33,8 @@ serve_usage(FILE *f)
               "  --allow-origin ORIGIN  let browser pages on ORIGIN call the API (CORS; repeatable)\n"
               "  --public-url URL       the URL clients reach the server at: image links become\n"
               "                         absolute and signed, fetchable without the token for 1 h\n"
+              "  --sandbox-domain D     a sandbox's port P is also served at the host P-ID.D (a\n"
+              "                         wildcard DNS name pointing here), as E2B and Daytona do\n"
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
               "                         (only in the test build, execbox-test)\n"
               "  --cgroup auto|v1|v2    cgroup backend (default auto)\n"

@@ -30,7 +30,7 @@ enum {
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE,
-        O_ORIGIN, O_PUBLIC_URL,
+        O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
 };
 
@@ -66,6 +66,7 @@ static const struct {
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
         { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE, REPEAT },
         { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
+        { { "sandbox-domain", required_argument, NULL, O_SANDBOX_DOMAIN }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "quiet", no_argument, NULL, O_QUIET }, SERVE },
@@ -215,6 +216,14 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         r = xb_err_msg(err, EINVAL, "write the URL clients reach the server at, e.g. "
                                        "https://execbox.example.com");
                 o->public_url = arg;
+                break;
+        case O_SANDBOX_DOMAIN:
+                /* A DNS name: sandboxes' ports are at {port}-{id}.DOMAIN. */
+                if (!*arg || strlen(arg) > 200 || arg[0] == '.' || arg[0] == '-' || arg[strlen(arg) - 1] == '.' ||
+                    strstr(arg, "..") || strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(arg))
+                        r = xb_err_msg(err, EINVAL, "write a DNS name in lowercase, e.g. sandbox.example.com "
+                                       "(ports are then at {port}-{id}.sandbox.example.com)");
+                o->sandbox_domain = arg;
                 break;
         case O_FIXTURES:
                 if (!xb_mcp_has_plugin(XB_FIXTURES_PLUGIN))

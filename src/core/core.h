@@ -47,6 +47,9 @@ struct xb_core_opts {
         size_t upload_max;            /* file contents an operation carries in JSON */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        /* Signs a shared port's link (ports.h): msg's HMAC as 64 hex digits
+         * and a NUL, or -errno. NULL: ports cannot be shared. */
+        int (*sign)(const char *msg, size_t len, char out[65]);
 };
 
 struct xb_core {

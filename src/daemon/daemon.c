@@ -26,6 +26,7 @@
 #include "daemon/notify.h"
 #include "daemon/tokens.h"
 #include "e2b/e2b.h"
+#include "transport/sign.h"
 
 /* Piston's and Judge0's APIs (src/judge): not execbox's own, so not in
  * its OpenAPI document; their routes carry the engine as their data. */
@@ -148,6 +149,7 @@ routes_of(struct xb_mcp *mcp, struct xb_route *out, size_t cap)
                 { xb_api_routes_files, xb_api_nroutes_files, false },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions, false },
                 { xb_api_routes_events, xb_api_nroutes_events, false },
+                { xb_api_routes_ports, xb_api_nroutes_ports, false },
                 { xb_api_routes_plugin, xb_api_nroutes_plugin, false },
                 { xb_api_routes_mcp, xb_api_nroutes_mcp, true },
         };
@@ -216,7 +218,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
-                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
+                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
+                                    .sign = xb_sign };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;
@@ -244,12 +247,13 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         }
         nroutes = routes_of(s->mcp, routes, sizeof(routes) / sizeof(routes[0]));
         s->rest = (struct xb_rest){ .core = s->core, .no_auth = s->o.no_auth, .require_guide = s->o.require_guide,
-                                    .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes };
+                                    .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes,
+                                    .sandbox_domain = s->o.sandbox_domain };
         for (size_t i = 0; i < xb_judge_nroutes && nroutes < sizeof(routes) / sizeof(routes[0]); i++) {
                 routes[nroutes] = xb_judge_routes[i];
                 routes[nroutes++].data = s->core;
         }
-        s->e2b = xb_e2b_new(s->core);
+        s->e2b = xb_e2b_new(s->core, s->o.sandbox_domain);
         if (!s->e2b) {
                 xb_error("out of memory");
                 goto fail;
@@ -269,7 +273,15 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,
         };
-        ho.vhosts = xb_e2b_vhosts(s->e2b, &ho.nvhosts);
+        /* Host routes, in order: an adapter that takes some ports of
+         * {port}-{id}.DOMAIN goes before the published ports' catch-all.
+         * E2B's (envd, the code interpreter) also reads its headers. */
+        s->host_routes[s->nhost_routes++] = xb_e2b_host_route(s->e2b);
+        if (s->o.sandbox_domain)
+                s->host_routes[s->nhost_routes++] =
+                        (struct xb_host_route){ xb_api_ports_host, (void *)s->o.sandbox_domain };
+        ho.host_routes = s->host_routes;
+        ho.nhost_routes = s->nhost_routes;
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
                 xb_error("%s", err.msg);

@@ -33,6 +33,7 @@ struct xb_server_opts {
         const char *const *allow_origins;   /* --allow-origin: CORS for browsers on these */
         size_t nallow_origins;
         const char *public_url;       /* --public-url: absolute, signed image links */
+        const char *sandbox_domain;   /* --sandbox-domain: ports at {port}-{id}.DOMAIN */
         bool access_log;              /* one line per HTTP request on stderr */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
@@ -44,6 +45,8 @@ struct xb_server {
         struct xb_loop *loop;
         struct xb_http *http;
         struct xb_rest rest;          /* the REST and plugin routes' context */
+        struct xb_host_route host_routes[4];   /* Host-based routing (transport/http.h) */
+        size_t nhost_routes;
         struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
         struct xb_e2b *e2b;           /* the E2B adapter (e2b.h): its routes' data */
         char **tokens;

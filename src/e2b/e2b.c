@@ -225,7 +225,7 @@ id_ok(const char *s, size_t n)
 }
 
 bool
-e2b_target(struct xb_req *r, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port)
+e2b_target(const struct xb_req *r, const char *domain, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port)
 {
         const char *hid = xb_req_header(r, "E2b-Sandbox-Id"), *hport = xb_req_header(r, "E2b-Sandbox-Port");
         const char *host = xb_req_header(r, "Host");
@@ -245,6 +245,14 @@ e2b_target(struct xb_req *r, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port)
         /* "49983-<id>.<domain>[:port]" */
         if (!host)
                 return false;
+        if (domain) {
+                char buf[XB_SANDBOX_ID_LEN + 8];
+
+                if (!xb_host_sandbox(host, domain, buf, sizeof(buf), port) || !id_ok(buf, strlen(buf)))
+                        return false;
+                memcpy(id, buf, XB_SANDBOX_ID_LEN + 1);
+                return true;
+        }
         p = strtoul(host, &end, 10);
         if (end == host || *end != '-' || p > 65535 || !id_ok(end + 1, strcspn(end + 1, ".")) ||
             end[1 + XB_SANDBOX_ID_LEN] != '.')
@@ -255,27 +263,23 @@ e2b_target(struct xb_req *r, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port)
         return true;
 }
 
+/* The host route: ports 49983 and 49999 are E2B's; others are not ours. */
 static bool
-select_port(struct xb_req *r, unsigned want)
+host_claim(const struct xb_req *r, void *data, char *prefix, size_t cap)
 {
+        struct xb_e2b *e = data;
         char id[XB_SANDBOX_ID_LEN + 1];
         unsigned port;
 
-        return e2b_target(r, id, &port) && port == want;
+        if (!e2b_target(r, e->domain, id, &port) || (port != E2B_ENVD_PORT && port != E2B_INTERP_PORT))
+                return false;
+        return snprintf(prefix, cap, "/e2b/%s/%s", id, port == E2B_ENVD_PORT ? "envd" : "interp") < (int)cap;
 }
 
-static bool
-select_envd(struct xb_req *r, void *data)
+struct xb_host_route
+xb_e2b_host_route(struct xb_e2b *e)
 {
-        (void)data;
-        return select_port(r, E2B_ENVD_PORT);
-}
-
-static bool
-select_interp(struct xb_req *r, void *data)
-{
-        (void)data;
-        return select_port(r, E2B_INTERP_PORT);
+        return (struct xb_host_route){ host_claim, e };
 }
 
 bool
@@ -328,14 +332,12 @@ not_running(struct xb_req *r, const char *id, const char *why)
 struct e2b_sbx *
 e2b_front_sbx(struct xb_req *r, struct xb_e2b *e, bool need_token, struct xb_sbx **ret_x)
 {
-        char id[XB_SANDBOX_ID_LEN + 1];
-        const char *tok = xb_req_header(r, "X-Access-Token");
+        const char *id = xb_req_param(r, 0), *tok = xb_req_header(r, "X-Access-Token");
         struct e2b_sbx *s;
         struct xb_sbx *x;
-        unsigned port;
 
-        if (!e2b_target(r, id, &port)) {
-                not_running(r, "", "the request names no sandbox");
+        if (!id || !id_ok(id, strlen(id))) {
+                not_running(r, id && strlen(id) < 64 ? id : "", "The sandbox was not found");
                 return NULL;
         }
         s = e2b_sbx_find(e, id, -1);
@@ -387,26 +389,22 @@ copy_routes(struct xb_e2b *e, const struct xb_route *const *tables, const size_t
 }
 
 struct xb_e2b *
-xb_e2b_new(struct xb_core *core)
+xb_e2b_new(struct xb_core *core, const char *domain)
 {
         struct xb_e2b *e = calloc(1, sizeof(*e));
-        const struct xb_route *envd[] = { e2b_envd_proc_routes, e2b_envd_fs_routes };
-        const size_t nenvd[] = { e2b_envd_proc_nroutes, e2b_envd_fs_nroutes };
+        const struct xb_route *tables[] = { e2b_control_routes, e2b_envd_proc_routes, e2b_envd_fs_routes,
+                                            e2b_interp_routes };
+        const size_t ns[] = { e2b_control_nroutes, e2b_envd_proc_nroutes, e2b_envd_fs_nroutes, e2b_interp_nroutes };
 
         if (!e)
                 return NULL;
         e->core = core;
-        e->routes = copy_routes(e, (const struct xb_route *const[]){ e2b_control_routes },
-                                (const size_t[]){ e2b_control_nroutes }, 1, &e->nroutes);
-        e->envd_routes = copy_routes(e, envd, nenvd, 2, &e->nenvd);
-        e->interp_routes = copy_routes(e, (const struct xb_route *const[]){ e2b_interp_routes },
-                                       (const size_t[]){ e2b_interp_nroutes }, 1, &e->ninterp);
-        if (!e->routes || !e->envd_routes || !e->interp_routes) {
-                xb_e2b_free(e);
+        e->domain = domain;
+        e->routes = copy_routes(e, tables, ns, 4, &e->nroutes);
+        if (!e->routes) {
+                free(e);
                 return NULL;
         }
-        e->vhosts[0] = (struct xb_http_vhost){ select_envd, e->envd_routes, e->nenvd, e };
-        e->vhosts[1] = (struct xb_http_vhost){ select_interp, e->interp_routes, e->ninterp, e };
         return e;
 }
 
@@ -422,8 +420,6 @@ xb_e2b_free(struct xb_e2b *e)
                 record_free(s);
         }
         free(e->routes);
-        free(e->envd_routes);
-        free(e->interp_routes);
         free(e);
 }
 
@@ -432,13 +428,6 @@ xb_e2b_routes(struct xb_e2b *e, size_t *ret_n)
 {
         *ret_n = e->nroutes;
         return e->routes;
-}
-
-const struct xb_http_vhost *
-xb_e2b_vhosts(struct xb_e2b *e, size_t *ret_n)
-{
-        *ret_n = 2;
-        return e->vhosts;
 }
 
 /* ---- operations that end at once ---- */

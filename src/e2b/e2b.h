@@ -13,7 +13,8 @@
  * The sandbox fronts are chosen by the E2b-Sandbox-Id and E2b-Sandbox-Port
  * headers (E2B_SANDBOX_URL pointing here) or by a Host of the form
  * "{port}-{id}.{domain}" (E2B_DOMAIN behind a TLS proxy), through the HTTP
- * front's vhost tables. Each sandbox made here gets an envd access token,
+ * front's host routes, which put /e2b/{id}/envd or /e2b/{id}/interp
+ * before the path. Each sandbox made here gets an envd access token,
  * which its envd routes require (X-Access-Token). Every call goes through
  * ops/ with the owning tenant; no HTTP request is made to another adapter. */
 #pragma once
@@ -24,10 +25,14 @@
 struct xb_core;
 struct xb_e2b;
 
-/* NULL when out of memory. */
-struct xb_e2b *xb_e2b_new(struct xb_core *core);
+/* NULL when out of memory. domain: --sandbox-domain, the DOMAIN of
+ * "{port}-{id}.DOMAIN" Hosts (borrowed), or NULL: any domain. */
+struct xb_e2b *xb_e2b_new(struct xb_core *core, const char *domain);
 void xb_e2b_free(struct xb_e2b *e);
-/* The control plane's routes, each with e as its data (owned by e). */
+/* Every route, each with e as its data (owned by e): the control plane,
+ * and the sandbox fronts under /e2b/{id}/envd and /e2b/{id}/interp. */
 const struct xb_route *xb_e2b_routes(struct xb_e2b *e, size_t *ret_n);
-/* The sandbox fronts' route tables, chosen per request (owned by e). */
-const struct xb_http_vhost *xb_e2b_vhosts(struct xb_e2b *e, size_t *ret_n);
+/* The host route (transport/http.h) that sends a request for port 49983
+ * or 49999 of a sandbox, named by the E2b-Sandbox-* headers or the Host,
+ * to those prefixes. */
+struct xb_host_route xb_e2b_host_route(struct xb_e2b *e);

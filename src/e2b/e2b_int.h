@@ -46,13 +46,15 @@ struct e2b_sbx {
 
 struct xb_e2b {
         struct xb_core *core;
+        const char *domain;          /* of "{port}-{id}.DOMAIN" Hosts, or NULL: any */
         struct e2b_sbx *sbxs;
         struct xb_route *routes;
         size_t nroutes;
-        struct xb_route *envd_routes, *interp_routes;
-        size_t nenvd, ninterp;
-        struct xb_http_vhost vhosts[2];
 };
+
+/* Where the host route puts the sandbox fronts. */
+#define E2B_ENVD_PREFIX "/e2b/{}/envd"
+#define E2B_INTERP_PREFIX "/e2b/{}/interp"
 
 /* ---- e2b.c ---- */
 /* The adapter's record of a live sandbox of the tenant (any tenant when
@@ -86,9 +88,10 @@ struct xb_call *e2b_call_new(struct e2b_sink *s, unsigned flags);
  * its result in *ret (taken; NULL ret drops it), or -errno with err. */
 int e2b_run_sync(struct xb_e2b *e, int tenant, const char *op, json_t *args, json_t **ret, struct xb_err *err);
 
-/* The sandbox a sandbox-front request is for: its id and port, from the
- * E2b-Sandbox-* headers or the Host; false when it names none. */
-bool e2b_target(struct xb_req *r, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port);
+/* The sandbox a request names: its id and port, from the E2b-Sandbox-*
+ * headers or the Host ("{port}-{id}.{domain}", domain NULL: any); false
+ * when it names none. */
+bool e2b_target(const struct xb_req *r, const char *domain, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port);
 /* Whether token matches s's envd access token, in constant time. */
 bool e2b_token_ok(const struct e2b_sbx *s, const char *token);
 /* Random lowercase hex, n digits and a NUL; -errno. */

@@ -582,13 +582,13 @@ static void
 health(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
-        char id[XB_SANDBOX_ID_LEN + 1];
-        unsigned port;
+        const char *id = xb_req_param(r, 0);
         struct xb_sbx *x;
 
         /* envd's /health needs no token: only whether it runs. */
-        if (!e2b_target(r, id, &port) || !e2b_sbx_find(e, id, -1) || !(x = e2b_engine_sbx(e, id)) || x->paused) {
-                xb_reply_json(r, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message", "The sandbox is not running",
+        if (!e2b_sbx_find(e, id, -1) || !(x = e2b_engine_sbx(e, id)) || x->paused) {
+                xb_reply_json(r, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", strlen(id) < 64 ? id : "", "message",
+                                                "The sandbox is not running",
                                                 "code", 502));
                 return;
         }
@@ -612,7 +612,7 @@ metrics(struct xb_req *r)
                                         (json_int_t)0));
 }
 
-#define FS(m, fn) { "POST", "/filesystem.Filesystem/" m, fn, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL }
+#define FS(m, fn) { "POST", E2B_ENVD_PREFIX "/filesystem.Filesystem/" m, fn, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL }
 const struct xb_route e2b_envd_fs_routes[] = {
         FS("Stat", fs_stat),
         FS("ListDir", fs_list),
@@ -623,9 +623,9 @@ const struct xb_route e2b_envd_fs_routes[] = {
         FS("CreateWatcher", fs_watch_unsupported),
         FS("GetWatcherEvents", fs_watch_unsupported),
         FS("RemoveWatcher", fs_watch_unsupported),
-        { "GET", "/files", files_get, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
-        { "POST", "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
-        { "GET", "/health", health, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
-        { "GET", "/metrics", metrics, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
+        { "GET", E2B_ENVD_PREFIX "/files", files_get, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
+        { "POST", E2B_ENVD_PREFIX "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
+        { "GET", E2B_ENVD_PREFIX "/health", health, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
+        { "GET", E2B_ENVD_PREFIX "/metrics", metrics, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
 };
 const size_t e2b_envd_fs_nroutes = sizeof(e2b_envd_fs_routes) / sizeof(e2b_envd_fs_routes[0]);

@@ -542,7 +542,7 @@ proc_update(struct xb_req *r)
         e2b_rpc_reply(r, NULL);
 }
 
-#define RPC(m, fn) { "POST", "/process.Process/" m, fn, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL }
+#define RPC(m, fn) { "POST", E2B_ENVD_PREFIX "/process.Process/" m, fn, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL }
 const struct xb_route e2b_envd_proc_routes[] = {
         RPC("Start", proc_start),           RPC("Connect", proc_connect),     RPC("List", proc_list),
         RPC("SendInput", proc_send_input),  RPC("StreamInput", proc_stream_input),

@@ -434,7 +434,7 @@ context_op(struct xb_req *r, const char *op)
 
         if (!s)
                 return;
-        args = json_pack("{s:s,s:s}", "id", s->id, "sid", xb_req_param(r, 0));
+        args = json_pack("{s:s,s:s}", "id", s->id, "sid", xb_req_param(r, 1));
         if (e2b_run_sync(e, s->tenant, op, args, NULL, &err) < 0) {
                 text_error(r, status_of(&err), err.msg);
                 return;
@@ -466,11 +466,11 @@ interp_health(struct xb_req *r)
 
 #define CI XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN
 const struct xb_route e2b_interp_routes[] = {
-        { "POST", "/execute", execute, CI, NULL },
-        { "POST", "/contexts", contexts_post, CI, NULL },
-        { "GET", "/contexts", contexts_get, CI, NULL },
-        { "DELETE", "/contexts/{}", contexts_delete, CI, NULL },
-        { "POST", "/contexts/{}/restart", contexts_restart, CI, NULL },
-        { "GET", "/health", interp_health, CI, NULL },
+        { "POST", E2B_INTERP_PREFIX "/execute", execute, CI, NULL },
+        { "POST", E2B_INTERP_PREFIX "/contexts", contexts_post, CI, NULL },
+        { "GET", E2B_INTERP_PREFIX "/contexts", contexts_get, CI, NULL },
+        { "DELETE", E2B_INTERP_PREFIX "/contexts/{}", contexts_delete, CI, NULL },
+        { "POST", E2B_INTERP_PREFIX "/contexts/{}/restart", contexts_restart, CI, NULL },
+        { "GET", E2B_INTERP_PREFIX "/health", interp_health, CI, NULL },
 };
 const size_t e2b_interp_nroutes = sizeof(e2b_interp_routes) / sizeof(e2b_interp_routes[0]);

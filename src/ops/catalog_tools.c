@@ -299,6 +299,39 @@ struct xb_tool xb_catalog_tools[] = {
         .rest = { "POST", "/v1/sandboxes/{id}/processes/{pid}/signal", XB_REPLY_JSON, 200, { SANDBOX_PATH, PID_PATH } },
 },
 {
+        .name = "sandbox_ports",
+        .op = "sandbox_ports",
+        .title = "List or share a sandbox's servers",
+        .description = "Servers you start in the sandbox (a web app, a notebook, python3 -m http.server 8080) are "
+                "reachable from outside through the execbox server, at /v1/sandboxes/{id}/ports/{port}/ with the "
+                "API token. action list (the default) shows which ports listen, each with its url. action share "
+                "makes a link to one port that works without a token until ttl_s seconds pass (default 3600): "
+                "give it to the user to open the server in a browser. Start the server in the background with "
+                "process_start, listening on 0.0.0.0 or 127.0.0.1.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"action\": {\"type\": [\"string\", \"null\"], \"enum\": [\"list\", \"share\", null], "
+                "\"description\": \"list what listens, or share one port. null: list.\"}, "
+                "\"port\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"maximum\": 65535, "
+                "\"description\": \"share: the port the server listens on.\"}, "
+                "\"ttl_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"maximum\": 604800, "
+                "\"description\": \"share: how long the link works, in seconds. null: 3600.\"}",
+                "\"sandbox_id\", \"action\", \"port\", \"ttl_s\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}, "
+                "\"ports\": {\"type\": \"array\", \"description\": \"list: what listens.\", \"items\": "
+                "{\"type\": \"object\", \"properties\": {\"port\": {\"type\": \"integer\"}, \"address\": "
+                "{\"type\": \"string\"}, \"url\": {\"type\": \"string\"}}, \"required\": [\"port\", "
+                "\"address\"]}}, "
+                "\"port\": {\"type\": \"integer\", \"description\": \"share: the port.\"}, "
+                "\"url\": {\"type\": \"string\", \"description\": \"share: the link, usable without a token.\"}, "
+                "\"path\": {\"type\": \"string\", \"description\": \"share: the link's path on this server.\"}, "
+                "\"token\": {\"type\": \"string\"}, "
+                "\"expires_at\": {\"type\": \"integer\", \"description\": \"share: Unix seconds.\"}, "
+                "\"ttl_s\": {\"type\": \"integer\"}}, \"required\": [\"id\"]}",
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/ports", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
+},
+{
         .name = "get_guide",
         .title = "Read the usage guide",
         .description = "Read the guide to this sandbox: what is installed, the limits, and how to use these tools "

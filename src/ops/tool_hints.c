@@ -115,6 +115,12 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_VARIABLES_UNSUPPORTED] = "print the value in a cell instead",
         [XB_E_IMAGE_NOT_FOUND] = "images are kept per sandbox, the newest 64; run the cell again",
 
+        [XB_E_INVALID_PORT] = "pass the port the server listens on, a number from 1 to 65535",
+        [XB_E_PORT_CLOSED] = "start the server first with process_start (e.g. python3 -m http.server 8080), then "
+                             "see it listening with sandbox_ports",
+        [XB_E_SHARE_EXPIRED] = "make a fresh link with sandbox_ports, action share",
+        [XB_E_BAD_SHARE] = "make a fresh link with sandbox_ports, action share",
+
         [XB_E_GUIDE_NOT_FOLLOWED] = "read the guide with get_guide first",
         [XB_E_UNAUTHORIZED] = "send a bearer token",
         /* No entry, on purpose: the engine's hint for the case, or the

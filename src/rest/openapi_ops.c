@@ -71,6 +71,20 @@
                  "\"items\": {\"type\": \"string\"}}}}",                                                         \
                  "\"success\", \"execute_result\", \"displays\", \"stdout\", \"stderr\", \"error\"")
 
+/* Any method, any path below the port: one operation per method. */
+#define PROXY_OP(m, opid)                                                                                        \
+        { .method = m, .path = "/v1/sandboxes/{id}/ports/{port}", .id = opid, .tag = "ports",                    \
+          .summary = m " to the server on this port in the sandbox (and any path below it).",                   \
+          .description = "Forwarded as HTTP/1.1 to 127.0.0.1:{port} (or [::1]) in the sandbox: the path after "   \
+                         "{port}, the query and the headers as sent (the bearer token and hop-by-hop headers "     \
+                         "left out; X-Forwarded-Host, -Proto and -Prefix added), the body streamed both ways. "    \
+                         "WebSocket (Upgrade) works. .../ports/{port} itself redirects to .../ports/{port}/. "     \
+                         "Instead of the token, a link from share_port (?xb_share=, or its cookie). With "        \
+                         "--sandbox-domain D, the host {port}-{id}.D is routed here with the path as is. 502 "      \
+                         "port_closed when nothing listens.",                                                      \
+          .errors = "403 502",                                                                                    \
+          .reply = "{\"description\": \"Whatever the server in the sandbox answers.\"}" }
+
 const char *const xb_op_tags[] = {
         "meta", "Health, readiness and metrics.",
         "docs", "This document, the tools, the guide and the plugin manifest.",
@@ -80,6 +94,7 @@ const char *const xb_op_tags[] = {
         "files", "Read, write, list and move files in a sandbox.",
         "sessions", "Stateful code sessions (Python, JavaScript, bash) and the images their cells display.",
         "plugin", "The seeds' plugin API (dangermode): one default sandbox and Python session per token.",
+        "ports", "Servers listening in a sandbox, reached through this server: list, share, proxy.",
         "mcp", "The Model Context Protocol endpoint (Streamable HTTP), for MCP clients rather than direct use.",
         NULL, NULL,
 };
@@ -183,6 +198,36 @@ const struct xb_op_def xb_op_defs[] = {
                    "\"items\": {\"type\": \"object\"}}, \"next_offset\": {\"type\": \"integer\"}, "
                    "\"first_offset\": {\"type\": \"integer\"}, \"dropped\": {\"type\": \"integer\"}, "
                    "\"deleted\": {\"type\": \"boolean\"}}, \"required\": [\"events\", \"next_offset\"]}}}}" },
+
+        /* ---- published ports (api_ports.c) ---- */
+        { .method = "GET", .path = "/v1/sandboxes/{id}/ports", .id = "list_ports", .tag = "ports",
+          .summary = "List the ports that servers listen on in the sandbox.",
+          .description = "What listens on TCP in the sandbox's own network (from its /proc/net/tcp and tcp6), "
+                         "each with the url it is reached at (and domain_url with --sandbox-domain).",
+          .reply = JSON_REPLY("The listening ports.", OBJ_OPEN("\"id\": {\"type\": \"string\"}, \"ports\": "
+                   "{\"type\": \"array\", \"items\": " OBJ_OPEN("\"port\": {\"type\": \"integer\"}, "
+                   "\"address\": {\"type\": \"string\"}, \"url\": {\"type\": \"string\"}, \"domain_url\": "
+                   "{\"type\": \"string\"}", "\"port\", \"address\", \"url\"") "}", "\"id\", \"ports\"")) },
+        { .tool = "sandbox_ports", .tag = "ports" },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/ports/{port}/share", .id = "share_port", .tag = "ports",
+          .summary = "Make an expiring link to a port that works without the token.",
+          .description = "The link (url, and domain_url with --sandbox-domain) carries ?xb_share=TOKEN, signed "
+                         "for this sandbox and port until expires_at; its first use sets a cookie for the pages "
+                         "it links to. An expired link gets 403 link_expired. A restart of the server revokes "
+                         "every link.",
+          .body = JSON_BODY_OPT(OBJ_CLOSED("\"ttl_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, "
+                                           "\"maximum\": 604800, \"description\": \"How long the link works. "
+                                           "null: 3600.\"}", "")),
+          .reply = JSON_REPLY("The link.", OBJ_OPEN("\"id\": {\"type\": \"string\"}, \"port\": {\"type\": "
+                   "\"integer\"}, \"url\": {\"type\": \"string\"}, \"domain_url\": {\"type\": \"string\"}, "
+                   "\"path\": {\"type\": \"string\"}, \"token\": {\"type\": \"string\"}, \"expires_at\": "
+                   "{\"type\": \"integer\", \"description\": \"Unix seconds.\"}, \"ttl_s\": {\"type\": "
+                   "\"integer\"}", "\"id\", \"port\", \"url\", \"token\", \"expires_at\"")) },
+        PROXY_OP("GET", "proxy_port_get"),
+        PROXY_OP("POST", "proxy_port_post"),
+        PROXY_OP("PUT", "proxy_port_put"),
+        PROXY_OP("PATCH", "proxy_port_patch"),
+        PROXY_OP("DELETE", "proxy_port_delete"),
 
         /* ---- commands and processes (api.c) ---- */
         { .tool = "run_command", .tag = "commands", .rest_optional = true, .sse = true, .errors = "410 429",

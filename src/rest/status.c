@@ -122,6 +122,15 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_INVALID_LANGUAGE] = { 400, "use \"python\", \"bash\", \"javascript\", or a Jupyter kernel name (see "
                                     "`jupyter kernelspec list` in the sandbox)" },
 
+        [XB_E_INVALID_PORT] = { 400, "give the port as a number from 1 to 65535: the one the server listens on inside "
+                                "the sandbox" },
+        [XB_E_PORT_CLOSED] = { 502, "start the server in the sandbox first, e.g. POST /v1/sandboxes/{id}/processes "
+                               "{\"cmd\": \"python3 -m http.server 8080\"}, listening on 0.0.0.0 or 127.0.0.1; GET "
+                               "/v1/sandboxes/{id}/ports lists what listens" },
+        [XB_E_SHARE_EXPIRED] = { 403, "shared links expire: ask for a fresh one with POST "
+                                 "/v1/sandboxes/{id}/ports/{port}/share, or send the bearer token" },
+        [XB_E_BAD_SHARE] = { 403, "use the shared link exactly as it was given, or send the bearer token" },
+
         [XB_E_GUIDE_NOT_FOLLOWED] = { 400, "read the guide first: GET /getGuide, then retry with guideFollowed: true" },
         [XB_E_UNAUTHORIZED] = { 401, "send a bearer token" },
 };

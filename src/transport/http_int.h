@@ -51,8 +51,6 @@ struct xb_req {
         struct xb_defer free_defer, continue_defer;
         struct MHD_Connection *conn;
         const struct xb_route *route;
-        const struct xb_route *table;   /* the routes searched: a vhost's, else the server's */
-        size_t ntable;
         char *path;
         char method[16];
         char *params[MAX_PARAMS];
@@ -84,6 +82,9 @@ struct xb_req {
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
         struct xb_stream *stream;
+        char *raw_uri;                /* the request target as sent (path and query, undecoded) */
+        bool host_routed;             /* a host route put a prefix before both */
+        struct xb_proxy *proxy;       /* XB_ROUTE_PROXY: the upstream it is forwarded to (proxy.c) */
         /* the access log */
         char id[20];
         uint64_t start_us, bytes;     /* bytes: the reply's body, as queued or streamed */
@@ -123,6 +124,19 @@ void http_route_find(struct xb_req *r, const char *method);
 bool http_route_admit(struct xb_req *r, const char *method);
 /* MHD's MHD_OPTION_UNESCAPE_CALLBACK. */
 size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* proxy.c */
+/* A proxied request's body bytes (*size: left unconsumed when the
+ * upstream is behind; the connection is then parked), or its end (*size
+ * 0). */
+void http_proxy_body(struct xb_req *r, const char *data, size_t *size);
+/* The request is freed: let go of it. */
+void http_proxy_req_gone(struct xb_req *r);
+
+/* route.c: host routing */
+/* Offer r to the host routes (xb_http_opts.host_routes): the first that
+ * claims it has its prefix put before r's path and raw target. */
+void http_host_route(struct xb_req *r);
 
 /* stats.c */
 /* Count r's reply (its route's template and status). */

@@ -8,9 +8,7 @@ void
 http_count_reply(struct xb_req *r, unsigned status)
 {
         struct xb_http *h = r->http;
-        /* A vhost's routes are not the server's: they count as "other". */
-        bool own = r->route && r->table == h->routes;
-        struct http_count *c = h->counts[own ? (size_t)(r->route - h->routes) : h->nroutes];
+        struct http_count *c = h->counts[r->route ? (size_t)(r->route - h->routes) : h->nroutes];
 
         /* A route answers with a handful of statuses; past that, the rest
          * share the last slot, reported as status 0 ("other"). */

@@ -45,6 +45,7 @@ TOOLS = {
     "process_read": {"pid"},
     "process_input": {"pid"},
     "process_kill": {"pid"},
+    "sandbox_ports": set(),
     "get_guide": set(),
 }
 

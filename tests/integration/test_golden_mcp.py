@@ -215,6 +215,12 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("run_code", "missing_code", {"language": "python"}, "error")
     m.call("run_code", "unknown_sandbox", {"language": "python", "code": "1", "sandbox_id": NO_SANDBOX}, "error")
 
+    # published ports (the default sandbox listens on none)
+    m.call("sandbox_ports", "ok", {}, "ok")
+    m.call("sandbox_ports", "share_without_port", {"action": "share"}, "error")
+    m.call("sandbox_ports", "bad_action", {"action": "open"}, "error")
+    m.call("sandbox_ports", "unknown_sandbox", {"sandbox_id": NO_SANDBOX}, "error")
+
     # sandboxes
     res = m.call("sandbox_create", "ok", {"timeout_s": 120, "limits": {"memory": 256 << 20, "cpus": 0.5,
                                                                         "pids": 64, "disk": None},

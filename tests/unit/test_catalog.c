@@ -143,6 +143,7 @@ static const struct {
         { "process_read", "pid" },
         { "process_input", "pid" },
         { "process_kill", "pid" },
+        { "sandbox_ports", "" },
         { "get_guide", "" },
 };
 
@@ -388,7 +389,8 @@ Test(catalog, tools_name_operations)
 {
         static const char *const ops[] = {
                 "sandbox_create", "sandbox_list", "sandbox_delete", "run_command", "process_start", "process_read",
-                "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code", NULL,
+                "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code", "sandbox_ports",
+                NULL,
         };
 
         for (size_t i = 0; i < xb_catalog_count(); i++) {
