@@ -209,7 +209,7 @@ xb__px_update(struct xb_conn *c)
                 return;
         if (c->down.len)
                 cw |= EPOLLOUT;
-        if (!c->throttled && !c->c_eof && c->up.off + c->up.len < XB_NET_BUF &&
+        if (!c->throttled && !c->c_eof && c->up.len < XB_NET_BUF &&
             (c->st == C_HEAD || c->st == C_RELAY))
                 cw |= EPOLLIN;
         if (c->st == C_CONNECT)
@@ -217,7 +217,7 @@ xb__px_update(struct xb_conn *c)
         else if (c->st == C_RELAY) {
                 if (c->up.len)
                         uw |= EPOLLOUT;
-                if (!c->throttled && !c->u_eof && c->down.off + c->down.len < XB_NET_BUF)
+                if (!c->throttled && !c->u_eof && c->down.len < XB_NET_BUF)
                         uw |= EPOLLIN;
         }
         set_io(c, &c->cio, c->cfd, &c->cwant, cw, on_client);
