@@ -31,10 +31,13 @@ CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 # Signed links use GnuTLS's HMAC, which libmicrohttpd loads (transport/sign.h).
 GNUTLS_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir gnutls 2>/dev/null)/libgnutls.so 2>/dev/null | awk '/SONAME/{print $$2}')
 CFLAGS += -DXB_GNUTLS_SONAME='"$(or $(GNUTLS_SONAME),libgnutls.so.30)"'
+# The egress proxy's resolver, c-ares, is loaded at run time too (net/cares.h).
+ARES_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libcares 2>/dev/null)/libcares.so 2>/dev/null | awk '/SONAME/{print $$2}')
+CFLAGS += -DXB_ARES_SONAME='"$(or $(ARES_SONAME),libcares.so.2)"'
 
 # seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
 POLICY_SRC := src/sandbox/seccomp_policy.c
-LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c \
+LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c src/net/*.c \
   src/core/*.c src/ops/*.c src/transport/*.c src/rest/*.c src/plugin/*.c src/mcp/*.c src/judge/*.c \
   src/e2b/*.c src/daemon/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)

@@ -25,6 +25,9 @@
         X(INVALID_TEMPLATE, "invalid_request")                        \
         X(INVALID_METADATA, "invalid_request")                        \
         X(METADATA_TOO_LARGE, "invalid_request")                      \
+        X(INVALID_NETWORK, "invalid_request")      /* a network policy */ \
+        X(NETWORK_FORBIDDEN, "network_forbidden")  /* over the operator's ceiling */ \
+        X(NETWORK_UNAVAILABLE, "network_unavailable")   /* the server has no egress */ \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
         X(PROCESS_FINISHED, "process_finished")                       \

@@ -23,6 +23,7 @@
 #include "proc/result.h"
 #include "sandbox/sandbox.h"
 #include "base/loop.h"
+#include "net/egress.h"
 
 #define XB_SERVER_MAX_SANDBOXES_DEFAULT 2000
 #define XB_PROCS_PER_SANDBOX 256
@@ -50,6 +51,8 @@ struct xb_core_opts {
         /* Signs a shared port's link (ports.h): msg's HMAC as 64 hex digits
          * and a NUL, or -errno. NULL: ports cannot be shared. */
         int (*sign)(const char *msg, size_t len, char out[65]);
+        bool network;                 /* egress through the daemon (net/egress.h); false: loopback only */
+        struct xb_netsys_opts net;
 };
 
 struct xb_core {
@@ -67,6 +70,7 @@ struct xb_core {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
+        struct xb_netsys *net;        /* egress; NULL when o.network is false */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -127,6 +131,7 @@ struct xb_sbx {
         char error[200];              /* and in words (neutral: no protocol's terms) */
         uint32_t images_tag;          /* the pending tag that frees its images (images.c) */
         struct xb_audit *audit;       /* its audit log; NULL while pooled, and once deleted */
+        struct xb_net *net;           /* its egress (network.c); NULL without, and once dying */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };
 
@@ -182,6 +187,23 @@ xb_sbx_busy(const struct xb_sbx *x)
 void xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
 void xb_pool_fill(struct xb_core *s);
 void xb_sbx_destroy_all(struct xb_core *s);
+
+/* ---- egress (network.c) ---- */
+/* Set x's policy (takes a reference): XB_E_NETWORK_FORBIDDEN above the
+ * operator's ceiling, XB_E_NETWORK_UNAVAILABLE on a server without egress
+ * (only "none" is accepted there). */
+int xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err);
+/* The same check without a sandbox (create validates before it starts one). */
+int xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err);
+/* "K=V" entries a process in x starts with (the proxy's address), before
+ * the sandbox's and the request's own; NULL-terminated, static. */
+const char *const *xb_sbx_net_env(const struct xb_sbx *x);
+/* {mode, allow, deny, proxy, dns, ceiling, ..., stats}. */
+json_t *xb_sbx_network_json(const struct xb_sbx *x);
+/* The egress log from offset. */
+json_t *xb_sbx_network_log(const struct xb_sbx *x, uint64_t offset, unsigned limit);
+/* Attach x's egress sockets once its init is ready (sbx.c calls it). */
+void xb__sbx_network_ready(struct xb_sbx *x);
 
 /* ---- processes (proc.c, proc_wait.c) ---- */
 struct xb_call;

@@ -3,6 +3,7 @@
  * sandbox and removes its cgroups before exiting. */
 #define _GNU_SOURCE
 #include "daemon/daemon.h"
+#include "net/sources.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,9 +221,31 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
                                     .sign = xb_sign };
-        if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
-                xb_error("%s", err.msg);
-                goto fail;
+        {
+                /* Egress: without --package-source, the host's own apt sources
+                 * and npm registry, read now (never written anywhere). */
+                char **host_src = NULL;
+                size_t nhost = 0;
+                int r;
+
+                if (!s->o.npackage_sources)
+                        xb_net_host_sources("/etc/apt", &host_src, &nhost);
+                co.network = true;
+                co.net = (struct xb_netsys_opts){
+                        .max = s->o.network_max, .deny = s->o.network_deny, .ndeny = s->o.nnetwork_deny,
+                        .sources = s->o.npackage_sources ? s->o.package_sources : (const char *const *)host_src,
+                        .nsources = s->o.npackage_sources ? s->o.npackage_sources : nhost,
+                        .npm_registry = !s->o.npackage_sources, .dns_server = s->o.dns_server,
+                        .conns_max = s->o.network_conns, .rate = s->o.network_rate,
+                };
+                r = xb_core_open(&co, s->loop, &s->core, &err);
+                for (size_t i = 0; i < nhost; i++)
+                        free(host_src[i]);
+                free(host_src);
+                if (r < 0) {
+                        xb_error("%s", err.msg);
+                        goto fail;
+                }
         }
         if (tenant_metrics(s) < 0) {
                 xb_error("out of memory");

@@ -37,6 +37,14 @@ struct xb_server_opts {
         bool access_log;              /* one line per HTTP request on stderr */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        enum xb_netmode network_max;  /* --network-max: the most a sandbox may ask for */
+        const char *const *network_deny;   /* --network-deny: refused whatever a policy says */
+        size_t nnetwork_deny;
+        const char *const *package_sources;   /* --package-source; none: the host's apt and npm */
+        size_t npackage_sources;
+        const char *dns_server;       /* --dns-server: the resolver egress asks (default: the host's) */
+        unsigned network_conns;       /* --network-connections per sandbox */
+        uint64_t network_rate;        /* --network-rate: bytes per second per sandbox; 0 unbounded */
 };
 
 struct xb_server {

@@ -134,20 +134,26 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
                 c->spec.argv = (char **)c->argv_view;
         /* Sandbox env, then the request's; both on top of the allowlist. */
         {
-                size_t nx = 0;
+                const char *const *net = xb_sbx_net_env(x);
+                size_t nx = 0, nn = 0;
                 const char **all;
 
+                /* The proxy's address first: the sandbox's env and the request's may override it. */
+                for (; net && net[nn]; nn++)
+                        ;
                 for (char **e = x->env; e && *e; e++)
                         nx++;
-                all = calloc(nx + c->nreq_env + 1, sizeof(*all));
+                all = calloc(nn + nx + c->nreq_env + 1, sizeof(*all));
                 if (!all)
                         return xb_err_set(err, ENOMEM, "env");
+                for (size_t i = 0; i < nn; i++)
+                        all[i] = net[i];
                 for (size_t i = 0; i < nx; i++)
-                        all[i] = x->env[i];
+                        all[nn + i] = x->env[i];
                 for (size_t i = 0; i < c->nreq_env; i++)
-                        all[nx + i] = c->req_env[i];
-                r = xb_env_build("/home/user", user && !strcmp(user, "root") ? 0 : XB_USER_UID, all, nx + c->nreq_env,
-                                 &c->env, err);
+                        all[nn + nx + i] = c->req_env[i];
+                r = xb_env_build("/home/user", user && !strcmp(user, "root") ? 0 : XB_USER_UID, all,
+                                 nn + nx + c->nreq_env, &c->env, err);
                 free(all);
                 if (r < 0)
                         return r;

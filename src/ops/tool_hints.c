@@ -37,6 +37,11 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_TOO_MANY_SANDBOXES] = "delete sandboxes you no longer need with sandbox_delete (sandbox_list shows "
                                     "them)",
         [XB_E_INVALID_MOUNT] = "mount only directories the operator allowed with --allow-mount",
+        [XB_E_INVALID_NETWORK] = "pass network as \"none\", \"packages\", \"open\" or {\"mode\": \"allowlist\", "
+                                 "\"allow\": [\"example.com\", \"*.example.org\"], \"deny\": []}",
+        [XB_E_NETWORK_FORBIDDEN] = "the server's operator does not allow that much network (sandbox_network shows "
+                                   "the ceiling): ask the user, who can ask the operator",
+        [XB_E_NETWORK_UNAVAILABLE] = "this server has no egress: tell the user the sandbox cannot reach the network",
 
         [XB_E_PROCESS_NOT_FOUND] = "use a pid that process_start (or a run_command still running) gave you in this "
                                    "sandbox",

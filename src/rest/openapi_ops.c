@@ -89,6 +89,7 @@ const char *const xb_op_tags[] = {
         "meta", "Health, readiness and metrics.",
         "docs", "This document, the tools, the guide and the plugin manifest.",
         "sandboxes", "Create, list, extend and delete sandboxes.",
+        "network", "A sandbox's egress: its policy, changed live, and the log of every decision.",
         "commands", "Run a command and wait for its result.",
         "processes", "Background processes: start, read output by offset, write stdin, signal, wait.",
         "files", "Read, write, list and move files in a sandbox.",
@@ -177,6 +178,24 @@ const struct xb_op_def xb_op_defs[] = {
           .body = TIMEOUT_BODY("The new idle time to live. null: keep the current one."),
           .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
 
+        { .method = "GET", .path = "/v1/sandboxes/{id}/network", .id = "get_network", .tag = "network",
+          .summary = "A sandbox's network policy, the server's ceiling and the totals so far.",
+          .reply = JSON_REPLY("The policy.", J_NETWORK) },
+        { .tool = "sandbox_network", .tag = "network", .errors = "403",
+          .description = "Change the policy live: the next connection from the sandbox is decided by it. Body "
+                         "{\"mode\": \"none\"|\"packages\"|\"allowlist\"|\"open\", \"allow\": [...], \"deny\": "
+                         "[...]}; deny wins. Above the server's --network-max it is 403." },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/network/log", .id = "network_log", .tag = "network",
+          .summary = "Every egress decision for the sandbox: time, host, port, address, rule, allowed, bytes.",
+          .params = "[{\"name\": \"offset\", \"in\": \"query\", \"required\": false, \"description\": "
+                    "\"The first entry's offset (default 0).\", \"schema\": {\"type\": \"integer\", \"minimum\": 0}}, "
+                    "{\"name\": \"limit\", \"in\": \"query\", \"required\": false, \"description\": \"Most "
+                    "entries (default 1000).\", \"schema\": {\"type\": \"integer\", \"minimum\": 1, "
+                    "\"maximum\": 1000}}]",
+          .reply = JSON_REPLY("The entries.", OBJ_OPEN("\"entries\": {\"type\": \"array\", \"items\": "
+                              "{\"type\": \"object\"}}, \"first_offset\": {\"type\": \"integer\"}, "
+                              "\"next_offset\": {\"type\": \"integer\"}, \"dropped\": {\"type\": \"integer\"}",
+                              "\"entries\", \"next_offset\"")) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/events", .id = "sandbox_events", .tag = "sandboxes",
           .summary = "Read a sandbox's audit log, or follow it.",
           .description = "The sandbox's events in order (create, exec, file_write, file_delete, file_mkdir, "

@@ -30,6 +30,13 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },
         [XB_E_INVALID_METADATA] = { 400, "pass metadata as a flat object of strings" },
         [XB_E_METADATA_TOO_LARGE] = { 400, "keep metadata small; store data in files instead" },
+        [XB_E_INVALID_NETWORK] = { 400, "send \"network\": \"none\", \"packages\", \"open\" or {\"mode\": "
+                                   "\"allowlist\", \"allow\": [\"example.com\", \"*.example.org\", "
+                                   "\"203.0.113.0/24\"], \"deny\": []}" },
+        [XB_E_NETWORK_FORBIDDEN] = { 403, "ask for no more than the server's ceiling (GET "
+                                     "/v1/sandboxes/{id}/network shows it); only the operator can raise it "
+                                     "(execbox serve --network-max)" },
+        [XB_E_NETWORK_UNAVAILABLE] = { 503, "this server runs without egress; its operator can enable it" },
 
         [XB_E_PROCESS_NOT_FOUND] = { 404, "list processes with GET /v1/sandboxes/{id}/processes" },
         [XB_E_PROCESS_FINISHED] = { 409, "read its result with GET .../processes/{pid}" },
