@@ -105,6 +105,16 @@ sandbox_ref(const struct e2b_sbx *s)
                          "domain");
 }
 
+/* Whether x's egress is open (the engine's policy, not what was asked). */
+static bool
+internet_of(const struct xb_sbx *x)
+{
+        _cleanup_(xb_json_decrefp) json_t *n = xb_sbx_network_json(x);
+        const char *mode = json_string_value(json_object_get(n, "mode"));
+
+        return mode && !strcmp(mode, "open");
+}
+
 static json_t *
 sandbox_detail(const struct e2b_sbx *s, const struct xb_sbx *x, bool full)
 {
@@ -128,7 +138,7 @@ sandbox_detail(const struct e2b_sbx *s, const struct xb_sbx *x, bool full)
                 json_decref(json_object_get(o, "metadata"));
         if (full) {
                 json_object_set_new(o, "envdAccessToken", json_string(s->token));
-                json_object_set_new(o, "allowInternetAccess", json_boolean(s->internet));
+                json_object_set_new(o, "allowInternetAccess", json_boolean(internet_of(x)));
                 if (s->network)
                         json_object_set(o, "network", s->network);
                 json_object_set_new(o, "lifecycle", json_pack("{s:s,s:b}", "onTimeout", "kill", "autoResume", 0));
@@ -146,16 +156,74 @@ refuse_unsupported(struct xb_req *r, json_t *body)
         if (json_is_true(json_object_get(body, "autoPause")))
                 return api_error(r, 400, "autoPause (pausing on timeout) is not supported by this server yet: "
                                  "omit lifecycle.onTimeout, and pause with Sandbox.pause()"), -1;
-        if (json_is_true(json_object_get(body, "allow_internet_access")))
-                return api_error(r, 400, "this server's sandboxes have no internet access yet: "
-                                 "omit allowInternetAccess or set it to false"), -1;
-        if (json_array_size(json_object_get(net, "allowOut")) || json_object_get(net, "rules") ||
-            json_object_get(net, "egressProxy") || json_is_true(json_object_get(net, "allowPublicTraffic")))
-                return api_error(r, 400, "network.allowOut, rules, egressProxy and allowPublicTraffic are not "
-                                 "supported yet: the sandbox has no outbound network (denyOut is always met)"), -1;
+        if (json_object_get(net, "rules") || json_object_get(net, "egressProxy") ||
+            json_is_true(json_object_get(net, "allowPublicTraffic")) || json_is_true(json_object_get(net, "maskRequestHost")))
+                return api_error(r, 400, "network rules, egressProxy, maskRequestHost and allowPublicTraffic are not "
+                                 "supported by this server (sandbox ports need a token or a share link)"), -1;
         if (json_array_size(json_object_get(body, "volumeMounts")) || json_object_get(body, "mcp"))
                 return api_error(r, 400, "volume mounts and MCP gateways are not supported by this server"), -1;
         return 0;
+}
+
+static bool
+is_all_traffic(json_t *v)
+{
+        const char *s = json_string_value(v);
+
+        return s && (!strcmp(s, "0.0.0.0/0") || !strcmp(s, "::/0"));
+}
+
+/* E2B's allow_internet_access and network {allowOut, denyOut} as an
+ * execbox egress policy (net/policy.h): internet access is the default,
+ * false or a denyOut of 0.0.0.0/0 leaves only allowOut, and a denyOut of
+ * some ranges is open but for them. *explicit says the client asked for
+ * something narrower than the default. NULL after replying 400. */
+static json_t *
+network_policy(struct xb_req *r, json_t *body, bool *narrowed)
+{
+        json_t *net = json_object_get(body, "network"), *allow = json_object_get(net, "allowOut");
+        json_t *deny_in = json_object_get(net, "denyOut"), *deny = json_array(), *v;
+        bool internet = !json_is_false(json_object_get(body, "allow_internet_access")), deny_all = !internet;
+        size_t i;
+
+        if ((allow && !json_is_array(allow)) || (deny_in && !json_is_array(deny_in))) {
+                json_decref(deny);
+                api_error(r, 400, "network.allowOut and network.denyOut must be arrays of CIDRs, IPs or domains");
+                return NULL;
+        }
+        json_array_foreach(deny_in, i, v) {
+                if (is_all_traffic(v))
+                        deny_all = true;
+                else
+                        json_array_append(deny, v);
+        }
+        *narrowed = deny_all || json_array_size(deny);
+        if (deny_all && json_array_size(allow))
+                return json_pack("{s:s,s:O,s:o}", "mode", "allowlist", "allow", allow, "deny", deny);
+        if (deny_all) {
+                json_decref(deny);
+                return json_pack("{s:s}", "mode", "none");
+        }
+        if (json_array_size(allow) && json_array_size(deny)) {
+                json_decref(deny);
+                api_error(r, 400, "network.allowOut exceptions inside denyOut ranges are not supported: deny "
+                          "0.0.0.0/0 and list what to allow in allowOut");
+                return NULL;
+        }
+        return json_pack("{s:s,s:o}", "mode", "open", "deny", deny);
+}
+
+static unsigned
+create_status(const struct xb_err *err)
+{
+        switch (err->ecode) {
+        case XB_E_TOO_MANY_SANDBOXES: return 429;
+        case XB_E_NOMEM: return 503;
+        case XB_E_NETWORK_FORBIDDEN: return 403;
+        case XB_E_INVALID: case XB_E_INVALID_METADATA: case XB_E_METADATA_TOO_LARGE: case XB_E_INVALID_NETWORK:
+                return 400;
+        default: return 500;
+        }
 }
 
 static void
@@ -166,8 +234,9 @@ create(struct xb_req *r)
         struct xb_err err = { 0 };
         const char *name, *tmpl, *id;
         struct e2b_sbx *s;
-        json_t *t, *v;
-        int tenant = tenant_of(r);
+        json_t *t, *v, *pol;
+        bool narrowed = false;
+        int rc, tenant = tenant_of(r);
 
         if (tenant < 0 || !(body = body_of(r)) || refuse_unsupported(r, body) < 0)
                 return;
@@ -185,10 +254,19 @@ create(struct xb_req *r)
                 json_object_set(args, "metadata", v);
         if (json_is_object(v = json_object_get(body, "envVars")) && json_object_size(v))
                 json_object_set(args, "env", v);
-        if (e2b_run_sync(e, tenant, "sandbox_create", args, &res, &err) < 0) {
-                api_error(r, err.ecode == XB_E_TOO_MANY_SANDBOXES ? 429 : err.ecode == XB_E_NOMEM ? 503
-                             : (err.ecode == XB_E_INVALID || err.ecode == XB_E_INVALID_METADATA ||
-                                err.ecode == XB_E_METADATA_TOO_LARGE) ? 400 : 500, "%s", err.msg);
+        if (!(pol = network_policy(r, body, &narrowed)))
+                return;
+        json_object_set_new(args, "network", pol);
+        rc = e2b_run_sync(e, tenant, "sandbox_create", args, &res, &err);
+        /* Internet access is E2B's default (the Python SDK always asks for
+         * it): where the operator allows less, the sandbox gets the
+         * server's default, and getInfo says what it has. */
+        if (rc < 0 && !narrowed && (err.ecode == XB_E_NETWORK_FORBIDDEN || err.ecode == XB_E_NETWORK_UNAVAILABLE)) {
+                json_object_del(args, "network");
+                rc = e2b_run_sync(e, tenant, "sandbox_create", args, &res, &err);
+        }
+        if (rc < 0) {
+                api_error(r, create_status(&err), "%s", err.msg);
                 return;
         }
         id = json_string_value(json_object_get(res, "id"));
@@ -199,7 +277,6 @@ create(struct xb_req *r)
         }
         snprintf(s->template_id, sizeof(s->template_id), "%s", name ? name : "base");
         s->started_unix_ms = (uint64_t)json_integer_value(json_object_get(res, "created_at_ms"));
-        s->internet = false;
         if (json_is_object(v = json_object_get(body, "network")))
                 s->network = json_incref(v);
         xb_reply_json(r, 201, sandbox_ref(s));
@@ -435,6 +512,45 @@ connect_route(struct xb_req *r)
         wake(r, false);
 }
 
+/* PUT .../network {allowOut, denyOut, allow_internet_access}: the whole
+ * egress policy, replaced; what is omitted is cleared, as E2B does. */
+static void
+network_put(struct xb_req *r)
+{
+        struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
+        _cleanup_(xb_json_decrefp) json_t *body = NULL, *wrapped = NULL, *args = NULL;
+        struct xb_err err = { 0 };
+        struct xb_sbx *x;
+        struct e2b_sbx *s;
+        json_t *pol;
+        bool narrowed;
+        int tenant = tenant_of(r);
+
+        if (tenant < 0 || !(s = owned(r, e, tenant, &x)) || !(body = body_of(r)))
+                return;
+        if (json_object_get(body, "rules") || json_object_get(body, "egressProxy")) {
+                api_error(r, 400, "network rules and egressProxy are not supported by this server");
+                return;
+        }
+        wrapped = json_pack("{s:O,s:{s:O,s:O}}", "allow_internet_access",
+                            json_object_get(body, "allow_internet_access") ?: json_true(), "network", "allowOut",
+                            json_object_get(body, "allowOut") ?: json_array(), "denyOut",
+                            json_object_get(body, "denyOut") ?: json_array());
+        if (!(pol = network_policy(r, wrapped, &narrowed)))
+                return;
+        args = json_pack("{s:s}", "id", s->id);
+        json_object_update(args, pol);
+        json_decref(pol);
+        if (e2b_run_sync(e, tenant, "sandbox_network", args, NULL, &err) < 0) {
+                api_error(r, create_status(&err), "%s", err.msg);
+                return;
+        }
+        json_decref(s->network);
+        s->network = json_pack("{s:O,s:O}", "allowOut", json_object_get(json_object_get(wrapped, "network"), "allowOut"),
+                               "denyOut", json_object_get(json_object_get(wrapped, "network"), "denyOut"));
+        xb_reply_empty(r, 204);
+}
+
 static void
 metrics(struct xb_req *r)
 {
@@ -461,5 +577,6 @@ const struct xb_route e2b_control_routes[] = {
         { "POST", "/sandboxes/{}/connect", connect_route, API, NULL },
         { "POST", "/v2/sandboxes/{}/connect", connect_route, API, NULL },
         { "GET", "/sandboxes/{}/metrics", metrics, API, NULL },
+        { "PUT", "/sandboxes/{}/network", network_put, API, NULL },
 };
 const size_t e2b_control_nroutes = sizeof(e2b_control_routes) / sizeof(e2b_control_routes[0]);

@@ -37,7 +37,6 @@ struct e2b_sbx {
         char token[E2B_TOKEN_LEN + 1];
         uint64_t started_unix_ms;
         json_t *network;             /* as the client sent it, or NULL */
-        bool internet;               /* allow_internet_access as stored */
         bool auto_resume;            /* envd traffic resumes a paused sandbox */
         struct e2b_tracked *tracked;
         unsigned ntracked;

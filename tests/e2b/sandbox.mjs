@@ -46,6 +46,16 @@ await check('pause, state paused, resume through connect', async () => {
   eq((await back.getInfo()).state, 'running')
   eq((await back.commands.run('echo resumed')).stdout, 'resumed\n')
 })
+await check('allowInternetAccess and updateNetwork', async () => {
+  const off = await Sandbox.create({ allowInternetAccess: false })
+  eq((await off.getInfo()).allowInternetAccess, false, 'created without')
+  await Sandbox.updateNetwork(off.sandboxId, { allowInternetAccess: true })
+  eq((await off.getInfo()).allowInternetAccess, true, 'opened')
+  await Sandbox.updateNetwork(off.sandboxId, { denyOut: ['0.0.0.0/0'], allowOut: ['example.com'] })
+  eq((await off.getInfo()).allowInternetAccess, false, 'an allowlist')
+  await off.kill()
+  eq((await sbx.getInfo()).allowInternetAccess, true, 'the default is internet access')
+})
 await check('kill, then kill again is false', async () => {
   await sbx.kill()
   eq(await Sandbox.kill(sbx.sandboxId), false)

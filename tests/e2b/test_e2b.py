@@ -93,8 +93,8 @@ def test_create_shape_and_templates(srv, sandbox):
 
 @pytest.mark.parametrize("body,word", [
     ({"autoPause": True}, "autoPause"),
-    ({"allow_internet_access": True}, "internet"),
-    ({"network": {"allowOut": ["1.1.1.1"]}}, "allowOut"),
+    ({"network": {"rules": {"example.com": [{}]}}}, "rules"),
+    ({"network": {"allowOut": ["1.1.1.1"], "denyOut": ["10.0.0.0/8"]}}, "allowOut"),
     ({"volumeMounts": [{"name": "v", "path": "/mnt"}]}, "volume"),
 ])
 def test_unsupported_create_options_are_refused(srv, body, word):
@@ -173,3 +173,44 @@ def test_files_octet_stream_and_multipart(srv, sandbox):
     assert b == b"two"
     st, _, b = call(srv, "GET", "/files?path=/home/user/missing", headers=h)
     assert st == 404 and json.loads(b)["code"] == 404
+
+
+def rest_network(srv, sid, key=TOKENS[0]):
+    st, _, b = call(srv, "GET", f"/v1/sandboxes/{sid}/network", headers={"Authorization": f"Bearer {key}"})
+    assert st == 200, b
+    return json.loads(b)
+
+
+@pytest.mark.parametrize("body,mode,allow,deny", [
+    ({"allow_internet_access": False}, "none", [], []),
+    ({"allow_internet_access": False, "network": {"allowOut": ["example.com"]}}, "allowlist", ["example.com"], []),
+    ({"network": {"denyOut": ["0.0.0.0/0"], "allowOut": ["*.example.org", "203.0.113.0/24"]}}, "allowlist",
+     ["*.example.org", "203.0.113.0/24"], []),
+    ({"network": {"denyOut": ["198.51.100.0/24"]}}, "open", [], ["198.51.100.0/24"]),
+])
+def test_network_options_become_the_egress_policy(srv, body, mode, allow, deny):
+    st, sb = api(srv, "POST", "/v2/sandboxes", dict(body, templateID="base"))
+    assert st == 201, sb
+    try:
+        n = rest_network(srv, sb["sandboxID"])
+        assert (n["mode"], n["allow"], n["deny"]) == (mode, allow, deny), n
+        st, info = api(srv, "GET", f"/sandboxes/{sb['sandboxID']}")
+        assert info["allowInternetAccess"] is (mode == "open")
+        st, _ = api(srv, "PUT", f"/sandboxes/{sb['sandboxID']}/network", {"allow_internet_access": False})
+        assert st == 204
+        assert rest_network(srv, sb["sandboxID"])["mode"] == "none"
+    finally:
+        api(srv, "DELETE", f"/sandboxes/{sb['sandboxID']}")
+
+
+def test_internet_access_is_the_default(srv, sandbox):
+    """E2B sandboxes have internet unless told otherwise (the Python SDK
+    always sends allow_internet_access: true)."""
+    n = rest_network(srv, sandbox["sandboxID"])
+    st, info = api(srv, "GET", f"/sandboxes/{sandbox['sandboxID']}")
+    assert n["mode"] == "open" and info["allowInternetAccess"] is True, (n, info)
+    st, sb = api(srv, "POST", "/sandboxes", {"templateID": "base", "allow_internet_access": True, "secure": True,
+                                             "autoPause": False, "metadata": {}, "envVars": {}, "timeout": 15})
+    assert st == 201, sb
+    assert rest_network(srv, sb["sandboxID"])["mode"] == "open"
+    api(srv, "DELETE", f"/sandboxes/{sb['sandboxID']}")
