@@ -29,13 +29,36 @@ def sdk_env(srv) -> dict:
     return env
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_sdk_script(srv, sdk_modules, tmp_path, script):
+def run_script(srv, sdk_modules, tmp_path, script, env=None):
     for f in ("lib.mjs", f"{script}.mjs"):
         shutil.copy(os.path.join(HERE, f), tmp_path / f)
     os.symlink(sdk_modules, tmp_path / "node_modules")
-    r = subprocess.run(["node", str(tmp_path / f"{script}.mjs")], capture_output=True, text=True, timeout=300,
-                       env=sdk_env(srv), cwd=str(tmp_path))
+    return subprocess.run(["node", str(tmp_path / f"{script}.mjs")], capture_output=True, text=True, timeout=300,
+                          env=dict(sdk_env(srv), **(env or {})), cwd=str(tmp_path))
+
+
+def registry_url() -> str | None:
+    """npm's configured registry: the one outside host these machines reach."""
+    try:
+        r = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return None
+    url = r.stdout.strip()
+    return url if url.startswith("http") else None
+
+
+def test_sdk_egress(srv, sdk_modules, tmp_path):
+    url = registry_url()
+    if not url:
+        pytest.skip("npm has no registry configured")
+    r = run_script(srv, sdk_modules, tmp_path, "egress", {"E2B_TEST_URL": url})
+    failed = [ln for ln in r.stdout.splitlines() if ln.startswith("FAIL")]
+    assert r.returncode == 0 and not failed, "\n".join(failed) + r.stderr[-1000:]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_sdk_script(srv, sdk_modules, tmp_path, script):
+    r = run_script(srv, sdk_modules, tmp_path, script)
     lines = r.stdout.splitlines()
     failed = [ln for ln in lines if ln.startswith("FAIL")]
     passed = [ln for ln in lines if ln.startswith("ok ")]
