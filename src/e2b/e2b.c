@@ -157,6 +157,43 @@ e2b_track_find(struct e2b_sbx *s, int pid, const char *tag)
         return NULL;
 }
 
+/* ---- streams held on a sandbox ---- */
+
+void
+e2b_hold_add(struct xb_e2b *e, struct e2b_hold *h)
+{
+        h->next = e->holds;
+        if (h->next)
+                h->next->pprev = &h->next;
+        h->pprev = &e->holds;
+        e->holds = h;
+}
+
+void
+e2b_hold_del(struct e2b_hold *h)
+{
+        if (!h->pprev)
+                return;
+        *h->pprev = h->next;
+        if (h->next)
+                h->next->pprev = h->pprev;
+        h->next = NULL;
+        h->pprev = NULL;
+}
+
+void
+e2b_holds_drop(struct xb_e2b *e, const char *id)
+{
+again:
+        for (struct e2b_hold *h = e->holds; h; h = h->next)
+                if (!strcmp(h->id, id)) {
+                        /* drop frees h: walk again from the head. */
+                        e2b_hold_del(h);
+                        h->drop(h);
+                        goto again;
+                }
+}
+
 /* ---- running operations ---- */
 
 static void

@@ -43,8 +43,18 @@ struct e2b_sbx {
         char default_ctx[E2B_LANGS][32];   /* the default context's session per language */
 };
 
+/* A stream the adapter holds open on a sandbox's work (a process
+ * followed, a cell running): pausing the sandbox drops it first, as a
+ * frozen envd drops its connections. */
+struct e2b_hold {
+        struct e2b_hold *next, **pprev;
+        char id[XB_SANDBOX_ID_LEN + 1];
+        void (*drop)(struct e2b_hold *h);   /* end the stream and free its owner */
+};
+
 struct xb_e2b {
         struct xb_core *core;
+        struct e2b_hold *holds;
         const char *domain;          /* of "{port}-{id}.DOMAIN" Hosts, or NULL: any */
         struct e2b_sbx *sbxs;
         struct xb_route *routes;
@@ -63,6 +73,10 @@ struct e2b_sbx *e2b_sbx_add(struct xb_e2b *e, const char *id, int tenant);
 /* The engine's sandbox, without resuming it (xb_sbx_find would). */
 struct xb_sbx *e2b_engine_sbx(struct xb_e2b *e, const char *id);
 void e2b_sbx_prune(struct xb_e2b *e);
+/* Track h (id set) until e2b_hold_del; drop every hold on id. */
+void e2b_hold_add(struct xb_e2b *e, struct e2b_hold *h);
+void e2b_hold_del(struct e2b_hold *h);
+void e2b_holds_drop(struct xb_e2b *e, const char *id);
 /* Forget Start configs of processes the engine no longer runs. */
 void e2b_track_add(struct e2b_sbx *s, int pid, const char *tag, json_t *config, bool pty);
 struct e2b_tracked *e2b_track_find(struct e2b_sbx *s, int pid, const char *tag);

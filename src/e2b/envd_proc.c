@@ -27,6 +27,7 @@
 struct pstream {
         struct e2b_stream es;
         struct e2b_sink sink;
+        struct e2b_hold hold;
         struct xb_e2b *e;
         struct xb_req *req;          /* until the stream opens */
         char id[XB_SANDBOX_ID_LEN + 1];
@@ -40,6 +41,7 @@ struct pstream {
 static void
 ps_free(struct pstream *ps)
 {
+        e2b_hold_del(&ps->hold);
         if (ps->sink.call)
                 xb_call_cancel(ps->sink.call);
         e2b_stream_stop(&ps->es);
@@ -205,6 +207,23 @@ pre_gone(struct xb_req *r, void *owner)
         ps_free(ps);
 }
 
+/* The sandbox is being paused: the stream ends as a frozen envd's would. */
+static void
+ps_drop(struct e2b_hold *h)
+{
+        struct pstream *ps = (struct pstream *)((char *)h - offsetof(struct pstream, hold));
+
+        if (ps->req) {
+                /* Still starting: the suspended request gets the error. */
+                xb_reply_json(ps->req, 503, json_pack("{s:s,s:s}", "code", "unavailable", "message",
+                                                      "the sandbox was paused"));
+                ps->req = NULL;
+        } else if (ps->es.st) {
+                e2b_stream_end(&ps->es, "unavailable", "the sandbox was paused");
+        }
+        ps_free(ps);
+}
+
 static struct pstream *
 ps_new(struct xb_e2b *e, const struct e2b_sbx *s)
 {
@@ -214,6 +233,9 @@ ps_new(struct xb_e2b *e, const struct e2b_sbx *s)
                 return NULL;
         ps->e = e;
         snprintf(ps->id, sizeof(ps->id), "%s", s->id);
+        snprintf(ps->hold.id, sizeof(ps->hold.id), "%s", s->id);
+        ps->hold.drop = ps_drop;
+        e2b_hold_add(e, &ps->hold);
         ps->tenant = s->tenant;
         return ps;
 }

@@ -71,6 +71,7 @@ status_of(const struct xb_err *err)
 
 struct exec {
         struct e2b_sink sink;
+        struct e2b_hold hold;
         struct xb_e2b *e;
         struct xb_req *req;          /* until the stream opens */
         struct xb_stream *st;
@@ -83,6 +84,7 @@ struct exec {
 static void
 exec_free(struct exec *x)
 {
+        e2b_hold_del(&x->hold);
         if (x->sink.call)
                 xb_call_cancel(x->sink.call);
         free(x->code);
@@ -275,13 +277,36 @@ session_live(struct xb_e2b *e, int tenant, const char *id, const char *sid)
                strcmp(json_string_value(json_object_get(res, "state")) ?: "dead", "dead");
 }
 
+/* The sandbox is being paused: the cell is detached (it freezes with the
+ * kernel and ends after the resume); the client hears that it was cut. */
+static void
+exec_drop(struct e2b_hold *h)
+{
+        struct exec *x = (struct exec *)((char *)h - offsetof(struct exec, hold));
+
+        if (x->sink.call)
+                xb_call_cancel(x->sink.call);
+        x->sink.call = NULL;
+        if (x->st) {
+                line(x, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", "SandboxPaused", "value",
+                                  "the sandbox was paused while the cell ran", "traceback", ""));
+                xb_stream_end(x->st);
+                x->st = NULL;
+        } else if (x->req) {
+                text_error(x->req, 502, "the sandbox was paused");
+                x->req = NULL;
+        }
+        exec_free(x);
+}
+
 static void
 execute(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct xb_sbx *sx;
-        struct e2b_sbx *s = e2b_front_sbx(r, e, false, &sx);
+        /* runCode sends the envd token; the context routes do not. */
+        struct e2b_sbx *s = e2b_front_sbx(r, e, true, &sx);
         const char *code, *ctx, *lang;
         json_t *env;
         struct exec *x;
@@ -319,6 +344,9 @@ execute(struct xb_req *r)
         x->e = e;
         x->req = r;
         x->tenant = s->tenant;
+        snprintf(x->hold.id, sizeof(x->hold.id), "%s", s->id);
+        x->hold.drop = exec_drop;
+        e2b_hold_add(e, &x->hold);
         x->lang = li < 0 ? 0 : li;
         snprintf(x->id, sizeof(x->id), "%s", s->id);
         xb_req_suspend(r, pre_gone, x);

@@ -46,6 +46,19 @@ await check('pause, state paused, resume through connect', async () => {
   eq((await back.getInfo()).state, 'running')
   eq((await back.commands.run('echo resumed')).stdout, 'resumed\n')
 })
+await check('pause with a command running; it runs on after the resume', async () => {
+  const h = await sbx.commands.run('sleep 1; echo finished > /tmp/after-pause; sleep 60', { background: true })
+  ok(await sbx.pause(), 'paused while a command streams')
+  const back = await Sandbox.connect(sbx.sandboxId)
+  ok((await back.commands.list()).some((p) => p.pid === h.pid), 'the command survived the pause')
+  let seen = ''
+  for (let i = 0; i < 100 && !seen; i++) {
+    seen = (await back.commands.run('cat /tmp/after-pause 2>/dev/null || true')).stdout
+    if (!seen) await new Promise((r) => setTimeout(r, 50))
+  }
+  eq(seen, 'finished\n')
+  await back.commands.kill(h.pid)
+})
 await check('allowInternetAccess and updateNetwork', async () => {
   const off = await Sandbox.create({ allowInternetAccess: false })
   eq((await off.getInfo()).allowInternetAccess, false, 'created without')
