@@ -557,10 +557,19 @@ metrics(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
         struct xb_sbx *x;
+        struct e2b_sbx *s;
+        struct e2b_metrics m;
+        char when[40];
         int tenant = tenant_of(r);
 
-        if (tenant >= 0 && owned(r, e, tenant, &x))
-                xb_reply_json(r, 200, json_array());
+        if (tenant < 0 || !(s = owned(r, e, tenant, &x)))
+                return;
+        /* One sample, now: execbox keeps no history of them. */
+        e2b_metrics(s, x, &m);
+        e2b_time(m.unix_ms, when, sizeof(when));
+        xb_reply_json(r, 200, json_pack("[{s:s,s:f,s:i,s:I,s:I}]", "timestamp", when, "cpuUsedPct", m.cpu_pct,
+                                        "cpuCount", (int)m.cpu_count, "memUsed", (json_int_t)m.mem_used, "memTotal",
+                                        (json_int_t)m.mem_total));
 }
 
 #define API XB_ROUTE_PUBLIC | XB_ROUTE_XAPIKEY | XB_ROUTE_HIDDEN

@@ -359,6 +359,29 @@ e2b_time(uint64_t unix_ms, char *buf, size_t cap)
         snprintf(buf, cap, "%s.%03uZ", s, (unsigned)(unix_ms % 1000));
 }
 
+void
+e2b_metrics(struct e2b_sbx *s, struct xb_sbx *x, struct e2b_metrics *m)
+{
+        struct xb_cgroup_stats st = { 0 };
+        struct timespec ts;
+        uint64_t now = xb_now_ms(), since_ms, since_ns;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        xb_sandbox_stats(x->sb, &st);
+        m->cpu_count = x->limits.cpus_milli ? (x->limits.cpus_milli + 999) / 1000 : 1;
+        m->mem_used = st.memory_current;
+        m->mem_total = x->limits.memory;
+        m->unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        /* CPU use over the time since the last sample (or since creation). */
+        since_ms = s->cpu_at_ms ? now - s->cpu_at_ms : now - x->created_ms;
+        since_ns = st.cpu_ns > s->cpu_ns ? st.cpu_ns - s->cpu_ns : 0;
+        m->cpu_pct = since_ms ? 100.0 * (double)since_ns / ((double)since_ms * 1e6 * m->cpu_count) : 0;
+        if (m->cpu_pct > 100)
+                m->cpu_pct = 100;
+        s->cpu_ns = st.cpu_ns;
+        s->cpu_at_ms = now;
+}
+
 /* What E2B's proxy answers for a sandbox it cannot reach. */
 static void
 not_running(struct xb_req *r, const char *id, const char *why)

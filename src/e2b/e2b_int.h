@@ -41,6 +41,7 @@ struct e2b_sbx {
         struct e2b_tracked *tracked;
         unsigned ntracked;
         char default_ctx[E2B_LANGS][32];   /* the default context's session per language */
+        uint64_t cpu_ns, cpu_at_ms;  /* the last metrics sample, for CPU use since */
 };
 
 /* A stream the adapter holds open on a sandbox's work (a process
@@ -107,6 +108,15 @@ int e2b_run_sync(struct xb_e2b *e, int tenant, const char *op, json_t *args, jso
 bool e2b_target(const struct xb_req *r, const char *domain, char id[XB_SANDBOX_ID_LEN + 1], unsigned *port);
 /* Whether token matches s's envd access token, in constant time. */
 bool e2b_token_ok(const struct e2b_sbx *s, const char *token);
+/* A metrics sample of x, now: cpu_count, cpu_used_pct (since the last
+ * sample, else over its life), mem_used and mem_total in bytes. */
+struct e2b_metrics {
+        unsigned cpu_count;
+        double cpu_pct;
+        uint64_t mem_used, mem_total;
+        uint64_t unix_ms;
+};
+void e2b_metrics(struct e2b_sbx *s, struct xb_sbx *x, struct e2b_metrics *m);
 /* Random lowercase hex, n digits and a NUL; -errno. */
 int e2b_random_hex(char *out, size_t n);
 /* RFC 3339 UTC with milliseconds. */

@@ -595,21 +595,23 @@ health(struct xb_req *r)
         xb_reply_empty(r, 204);
 }
 
+/* envd's /metrics: the sandbox's cgroup now (its disk is not sampled). */
 static void
 metrics(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
+        struct e2b_metrics m;
         struct xb_sbx *x;
-        struct timespec ts;
+        struct e2b_sbx *s = e2b_front_sbx(r, e, true, &x);
 
-        if (!e2b_front_sbx(r, e, true, &x))
+        if (!s)
                 return;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        xb_reply_json(r, 200, json_pack("{s:I,s:i,s:f,s:I,s:I,s:I,s:I}", "ts", (json_int_t)ts.tv_sec, "cpu_count",
-                                        x->limits.cpus_milli ? (int)((x->limits.cpus_milli + 999) / 1000) : 1,
-                                        "cpu_used_pct", 0.0, "mem_total", (json_int_t)x->limits.memory, "mem_used",
-                                        (json_int_t)0, "disk_total", (json_int_t)x->limits.disk, "disk_used",
-                                        (json_int_t)0));
+        e2b_metrics(s, x, &m);
+        xb_reply_json(r, 200, json_pack("{s:I,s:i,s:f,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(m.unix_ms / 1000),
+                                        "cpu_count", (int)m.cpu_count, "cpu_used_pct", m.cpu_pct, "mem_total",
+                                        (json_int_t)m.mem_total, "mem_used", (json_int_t)m.mem_used,
+                                        "mem_total_mib", (json_int_t)(m.mem_total >> 20), "mem_used_mib",
+                                        (json_int_t)(m.mem_used >> 20)));
 }
 
 #define FS(m, fn) { "POST", E2B_ENVD_PREFIX "/filesystem.Filesystem/" m, fn, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL }

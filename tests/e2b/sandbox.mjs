@@ -17,6 +17,13 @@ await check('getInfo', async () => {
   ok(i.endAt > i.startedAt, 'endAt after startedAt')
 })
 await check('isRunning', async () => ok(await sbx.isRunning(), 'running'))
+await check('getMetrics: a sample of the cgroup', async () => {
+  await sbx.commands.run('python3 -c "x = bytearray(64 << 20); import time; time.sleep(0.2)" & sleep 0.1; ' +
+                         'cat /dev/null')
+  const [m] = await sbx.getMetrics()
+  ok(m && m.memTotal > 0 && m.memUsed > 0 && m.cpuCount >= 1, JSON.stringify(m))
+  ok(m.timestamp instanceof Date, 'timestamp')
+})
 await check('setTimeout moves endAt', async () => {
   await sbx.setTimeout(30_000)
   const i = await sbx.getInfo()
