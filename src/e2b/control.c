@@ -75,7 +75,17 @@ static struct e2b_sbx *
 owned(struct xb_req *r, struct xb_e2b *e, int tenant, struct xb_sbx **ret_x)
 {
         const char *id = xb_req_param(r, 0);
-        struct e2b_sbx *s = id ? e2b_sbx_find(e, id, tenant) : NULL;
+        struct e2b_sbx *s;
+
+        s = id ? e2b_sbx_find(e, id, tenant) : NULL;
+        if (!s && id && (*ret_x = e2b_engine_sbx(e, id)) && (*ret_x)->tenant == tenant && !(*ret_x)->pooled) {
+                /* Made through REST or MCP: the SDK may use it too. */
+                s = e2b_sbx_add(e, id, tenant);
+                if (s) {
+                        snprintf(s->template_id, sizeof(s->template_id), "base");
+                        s->started_unix_ms = (*ret_x)->created_unix_ms;
+                }
+        }
 
         *ret_x = s ? e2b_engine_sbx(e, s->id) : NULL;
         if (!*ret_x) {
@@ -338,6 +348,7 @@ list(struct xb_req *r, bool v2)
         if (!limit || limit > LIST_LIMIT_MAX)
                 limit = limit ? LIST_LIMIT_MAX : LIST_LIMIT_DEFAULT;
         e2b_sbx_prune(e);
+        e2b_sbx_adopt(e, tenant);
         out = json_array();
         for (struct e2b_sbx *s = e->sbxs; s; s = s->next) {
                 struct xb_sbx *x = s->tenant == tenant ? e2b_engine_sbx(e, s->id) : NULL;

@@ -103,6 +103,37 @@ e2b_sbx_find(struct xb_e2b *e, const char *id, int tenant)
         return NULL;
 }
 
+struct adopt_ctx {
+        struct xb_e2b *e;
+        int tenant;
+};
+
+static void
+adopt_one(struct xb_sbx *x, void *data)
+{
+        struct adopt_ctx *a = data;
+        struct e2b_sbx *s;
+
+        if (x->tenant != a->tenant || x->pooled || x->state == XB_SBX_DYING || x->state == XB_SBX_DEAD)
+                return;
+        for (s = a->e->sbxs; s; s = s->next)
+                if (!strcmp(s->id, x->id))
+                        return;
+        s = e2b_sbx_add(a->e, x->id, a->tenant);
+        if (s) {
+                snprintf(s->template_id, sizeof(s->template_id), "base");
+                s->started_unix_ms = x->created_unix_ms;
+        }
+}
+
+void
+e2b_sbx_adopt(struct xb_e2b *e, int tenant)
+{
+        struct adopt_ctx a = { e, tenant };
+
+        xb_sbx_foreach(e->core, adopt_one, &a);
+}
+
 struct e2b_sbx *
 e2b_sbx_add(struct xb_e2b *e, const char *id, int tenant)
 {

@@ -71,6 +71,9 @@ struct xb_e2b {
  * tenant < 0); records of sandboxes the engine dropped are freed first. */
 struct e2b_sbx *e2b_sbx_find(struct xb_e2b *e, const char *id, int tenant);
 struct e2b_sbx *e2b_sbx_add(struct xb_e2b *e, const char *id, int tenant);
+/* Records for the tenant's sandboxes made through REST or MCP, so the
+ * SDK lists and connects to them too (with an envd token of their own). */
+void e2b_sbx_adopt(struct xb_e2b *e, int tenant);
 /* The engine's sandbox, without resuming it (xb_sbx_find would). */
 struct xb_sbx *e2b_engine_sbx(struct xb_e2b *e, const char *id);
 void e2b_sbx_prune(struct xb_e2b *e);

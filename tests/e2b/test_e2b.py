@@ -237,3 +237,23 @@ def test_internet_access_is_the_default(srv, sandbox):
     assert st == 201, sb
     assert rest_network(srv, sb["sandboxID"])["mode"] == "open"
     api(srv, "DELETE", f"/sandboxes/{sb['sandboxID']}")
+
+
+def test_a_rest_sandbox_is_reachable_through_the_sdk_api(srv):
+    """A peer of REST: a sandbox made over /v1 is listed and connectable."""
+    st, _, b = call(srv, "POST", "/v1/sandboxes", {}, {"Authorization": f"Bearer {TOKENS[0]}",
+                                                       "Content-Type": "application/json"})
+    assert st in (200, 201), b
+    sid = json.loads(b)["id"]
+    try:
+        st, lst = api(srv, "GET", "/v2/sandboxes")
+        assert sid in [s["sandboxID"] for s in lst]
+        st, ref = api(srv, "POST", f"/v2/sandboxes/{sid}/connect", {"timeout": 60})
+        assert st == 200 and ref["envdAccessToken"], ref
+        h = {"E2b-Sandbox-Id": sid, "X-Access-Token": ref["envdAccessToken"], "Content-Type": "application/json"}
+        st, _, b = call(srv, "POST", "/filesystem.Filesystem/Stat", {"path": "/home/user"}, h)
+        assert st == 200, b
+        st, _ = api(srv, "GET", f"/sandboxes/{sid}", key=TOKENS[1])
+        assert st == 404, "another tenant's REST sandbox stays hidden"
+    finally:
+        call(srv, "DELETE", f"/v1/sandboxes/{sid}", headers={"Authorization": f"Bearer {TOKENS[0]}"})
