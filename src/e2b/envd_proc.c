@@ -32,7 +32,7 @@ struct pstream {
         struct xb_req *req;          /* until the stream opens */
         char id[XB_SANDBOX_ID_LEN + 1];
         int tenant, pid;
-        bool is_start, want_stdin;
+        bool want_stdin;
         char *tag;
         json_t *config;
         bool pty;                    /* its output is a terminal's: "pty" data */
@@ -82,6 +82,8 @@ finish(struct pstream *ps, json_t *info)
         ps_free(ps);
 }
 
+static void ps_expired(struct e2b_stream *es);
+
 /* Output as the engine attaches it: base64 of the raw bytes already. */
 static void
 attach_event(struct e2b_sink *s, const char *name, json_t *data)
@@ -104,6 +106,13 @@ attach_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
         if (err) {
                 e2b_stream_end(&ps->es, xb_connect_code_ec(err), err->msg);
                 ps_free(ps);
+                return;
+        }
+        /* Killed at the request's deadline (the engine's hard timeout): the
+         * call's error, as envd's context deadline ends the stream. */
+        if (!strcmp(json_string_value(json_object_get(res, "status")) ?: "", "timeout")) {
+                json_decref(res);
+                ps_expired(&ps->es);
                 return;
         }
         finish(ps, res);
@@ -287,11 +296,12 @@ proc_start(struct xb_req *r)
                 return;
         }
         tag = json_string_value(json_object_get(msg, "tag"));
-        ps->tag = tag ? strdup(tag) : NULL;
+        ps->tag = tag && *tag ? strdup(tag) : NULL;
+        if (ps->tag)
+                json_object_set_new(args, "tag", json_string(ps->tag));
         ps->pty = json_is_object(json_object_get(msg, "pty"));
         /* A terminal always takes input (envd: stdin is the pty's). */
         ps->want_stdin = ps->pty || json_is_true(json_object_get(msg, "stdin"));
-        ps->is_start = true;
         ps->config = json_pack("{s:s,s:O,s:O}", "cmd", cmd, "args",
                                json_is_array(json_object_get(proc, "args")) ? json_object_get(proc, "args") : json_array(),
                                "envs", json_is_object(json_object_get(proc, "envs")) ? json_object_get(proc, "envs")

@@ -257,3 +257,23 @@ def test_a_rest_sandbox_is_reachable_through_the_sdk_api(srv):
         assert st == 404, "another tenant's REST sandbox stays hidden"
     finally:
         call(srv, "DELETE", f"/v1/sandboxes/{sid}", headers={"Authorization": f"Bearer {TOKENS[0]}"})
+
+
+def test_tags_select_processes(srv, sandbox):
+    """StartRequest.tag: List shows it, and a selector {tag} reaches the process."""
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    hs = dict(h, **{"Content-Type": "application/connect+json", "Connect-Timeout-Ms": "2000"})
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=hs,
+                    raw=envelope({"process": {"cmd": "/bin/sleep", "args": ["30"]}, "tag": "my-server"}))
+    # The stream ends at its deadline; the process was killed with it.
+    assert st == 200 and envelopes(b)[-1][1]["error"]["code"] == "deadline_exceeded", b
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=dict(hs, **{"Connect-Timeout-Ms": "100"}),
+                    raw=envelope({"process": {"cmd": "/bin/sleep", "args": ["30"]}, "tag": "second"}))
+    hj = dict(h, **{"Content-Type": "application/json"})
+    st, _, b = call(srv, "POST", "/process.Process/List", {}, hj)
+    assert st == 200
+    assert all(p.get("tag") != "my-server" for p in json.loads(b)["processes"]), "killed at its deadline"
+    st, _, b = call(srv, "POST", "/process.Process/SendSignal", {"process": {"tag": "nope"}, "signal": "SIGNAL_SIGKILL"},
+                    hj)
+    assert st == 404 and json.loads(b)["code"] == "not_found"
