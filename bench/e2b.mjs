@@ -1,6 +1,7 @@
 // E2B SDK round trips against execbox, medians over N runs (argv[2]):
 // Sandbox.create() to the first commands.run('true') result, commands.run
-// through the SDK next to the same command over execbox REST, and
+// through the SDK next to the same command line (the SDK runs
+// `/bin/bash -l -c CMD`) over execbox REST, and
 // runCode('1+1'). Prints one JSON object.
 import { Sandbox } from '@e2b/code-interpreter'
 
@@ -29,7 +30,7 @@ for (let i = 0; i < N; i++) {
   t0 = now()
   const r = await fetch(`${url}/v1/sandboxes/${sbx.sandboxId}/exec`, {
     method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ cmd: 'true' }),
+    body: JSON.stringify({ argv: ['/bin/bash', '-l', '-c', 'true'] }),
   })
   await r.json()
   restRun.push(now() - t0)
