@@ -30,10 +30,10 @@
 
 #include "transport/http_int.h"
 
-#define BUF_CAP (256u << 10)
-#define HEAD_MAX (64u << 10)
+#define BUF_CAP (64u << 10)         /* each way: 128 KiB a request at most */
+#define HEAD_MAX (48u << 10)
 #define CHUNK_LINE_MAX 1024
-#define UNPARK_ROOM (32u << 10)
+#define UNPARK_ROOM (16u << 10)
 
 enum framing { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
 enum chunk_state { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER, CH_DONE };
@@ -396,7 +396,7 @@ parse_head(struct xb_proxy *p)
                 end = memmem(s, avail, "\r\n\r\n", 4);
                 if (!end) {
                         if (avail >= HEAD_MAX)
-                                fail(p, "the server in the sandbox sent a reply head over 64 KiB");
+                                fail(p, "the server in the sandbox sent a reply head over 48 KiB");
                         else if (p->up_eof)
                                 fail(p, "the server in the sandbox closed the connection without a reply");
                         return avail >= HEAD_MAX || p->up_eof ? -1 : 0;
@@ -447,7 +447,7 @@ parse_head(struct xb_proxy *p)
                                 size = (uint64_t)clen;
                         } else
                                 p->framing = BODY_EOF;
-                        p->resp = MHD(create_response_from_callback)(size, 64u << 10, reader, p, resp_free);
+                        p->resp = MHD(create_response_from_callback)(size, 32u << 10, reader, p, resp_free);
                         if (p->resp)
                                 p->refs++;
                 }
