@@ -65,10 +65,11 @@ struct xb_proxy {
         char *set_cookie, *refused_msg, *refused_hint;
         /* the tunnel after a 101 */
         bool tunnel;
+        struct xb_proxy *t_next, **t_pprev;   /* in http->tunnels while a tunnel */
         struct MHD_UpgradeResponseHandle *urh;
         int csock;
         struct xb_io cio;
-        bool c_eof, u_shut, c_shut;
+        bool c_eof;
 };
 
 static void update_io(struct xb_proxy *p);
@@ -771,6 +772,13 @@ http_proxy_body(struct xb_req *r, const char *data, size_t *size)
 static void
 tunnel_close(struct xb_proxy *p)
 {
+        if (p->t_pprev) {
+                *p->t_pprev = p->t_next;
+                if (p->t_next)
+                        p->t_next->t_pprev = p->t_pprev;
+                p->t_next = NULL;
+                p->t_pprev = NULL;
+        }
         xb_io_stop(&p->cio);
         close_upstream(p);
         if (p->urh) {
@@ -849,22 +857,16 @@ on_tunnel_up(struct xb_io *io, uint32_t events)
         tunnel_update(p);
 }
 
-/* What each side waits for; half-closes passed on once drained. */
+/* What each side waits for. A side that ends ends the tunnel once what
+ * it sent is passed on: WebSocket has no half-closed state, and a peer
+ * that never closes its end must not hold the tunnel open. */
 static void
 tunnel_update(struct xb_proxy *p)
 {
         bool c2u = p->out_off < p->out_len, u2c = p->in_off < p->in_len;
         uint32_t cev = 0, uev = 0;
 
-        if (p->c_eof && !c2u && !p->u_shut) {
-                shutdown(p->fd, SHUT_WR);
-                p->u_shut = true;
-        }
-        if (p->up_eof && !u2c && !p->c_shut) {
-                shutdown(p->csock, SHUT_WR);
-                p->c_shut = true;
-        }
-        if (p->u_shut && p->c_shut) {
+        if ((p->c_eof && !c2u) || (p->up_eof && !u2c)) {
                 tunnel_close(p);
                 return;
         }
@@ -888,6 +890,11 @@ tunnel_start(struct xb_proxy *p, const char *extra, size_t n, int sock, struct M
         p->tunnel = true;
         p->refs++;
         p->urh = urh;
+        p->t_next = p->http->tunnels;
+        if (p->t_next)
+                p->t_next->t_pprev = &p->t_next;
+        p->t_pprev = &p->http->tunnels;
+        p->http->tunnels = p;
         p->csock = sock;
         if (fl >= 0 && !(fl & O_NONBLOCK))
                 fcntl(sock, F_SETFL, fl | O_NONBLOCK);
@@ -901,4 +908,11 @@ tunnel_start(struct xb_proxy *p, const char *extra, size_t n, int sock, struct M
         memcpy(p->out + p->out_len, extra, n);
         p->out_len += n;
         tunnel_update(p);
+}
+
+void
+http_proxy_close_tunnels(struct xb_http *h)
+{
+        while (h->tunnels)
+                tunnel_close(h->tunnels);
 }
