@@ -260,14 +260,14 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,
         };
-        /* Host routes, in order: an adapter that takes some ports of
-         * {port}-{id}.DOMAIN goes before the published ports' catch-all. */
-        if (s->o.sandbox_domain) {
+        /* Host routes (transport/http.h), in order: an adapter that takes
+         * some hosts or headers of its own goes before the published
+         * ports' catch-all for {port}-{id}.DOMAIN. */
+        if (s->o.sandbox_domain)
                 s->host_routes[s->nhost_routes++] =
                         (struct xb_host_route){ xb_api_ports_host, (void *)s->o.sandbox_domain };
-                ho.host_routes = s->host_routes;
-                ho.nhost_routes = s->nhost_routes;
-        }
+        ho.host_routes = s->host_routes;
+        ho.nhost_routes = s->nhost_routes;
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
                 xb_error("%s", err.msg);
