@@ -52,8 +52,7 @@ find_marked(void)
                 for (ssize_t i = 0; i < n; i++)
                         if (!buf[i])
                                 buf[i] = ' ';
-                if (n > 0 && (buf[n] = '\0', strstr(buf, MARKER)) && strstr(buf, "http.server") &&
-                    !strstr(buf, "bash"))
+                if (n > 0 && (buf[n] = '\0', strstr(buf, MARKER)) && strstr(buf, "http.server") && !strstr(buf, "bash"))
                         found = atoi(e->d_name);
         }
         if (d)
@@ -66,7 +65,8 @@ find_marked(void)
 static size_t
 direct_get(void)
 {
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(8080),
+        struct sockaddr_in a = { .sin_family = AF_INET,
+                                 .sin_port = htons(8080),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
         char buf[16384];
@@ -171,13 +171,17 @@ bench_ports(const char *execbox, int rounds)
         daemon_port = s.port;
         conn_init(&c, s.port);
         create_sandbox(&c, id);
-        exec_ok(&c, id, "{\"cmd\": \"mkdir -p /tmp/" MARKER " && head -c 2000 /dev/zero | tr '\\\\0' x > /tmp/"
-                MARKER "/index.html\"}", "write the page");
+        exec_ok(&c, id,
+                "{\"cmd\": \"mkdir -p /tmp/" MARKER " && head -c 2000 /dev/zero | tr '\\\\0' x > /tmp/" MARKER
+                "/index.html\"}",
+                "write the page");
         {
                 struct resp r;
 
-                snprintf(body, sizeof(body), "{\"cmd\": \"exec python3 -m http.server 8080 --bind 127.0.0.1 "
-                         "--directory /tmp/%s\"}", MARKER);
+                snprintf(body, sizeof(body),
+                         "{\"cmd\": \"exec python3 -m http.server 8080 --bind 127.0.0.1 "
+                         "--directory /tmp/%s\"}",
+                         MARKER);
                 snprintf(page_path, sizeof(page_path), "/v1/sandboxes/%s/processes", id);
                 request(&c, "POST", page_path, body, &r);
                 expect_status(&r, 201, "start the server inside");
@@ -243,12 +247,14 @@ bench_ports(const char *execbox, int rounds)
         row("through /v1/sandboxes/{id}/ports/8080/", lp, rounds);
         row("directly (a socket in the sandbox's netns)", ld, rounds);
         printf("sequential: %.0f req/s through the port, %.0f req/s directly: %.2fx (p50 ratio %.2fx)\n",
-               rounds / (sum_p / 1000), rounds / (sum_d / 1000), sum_d / sum_p, pct(ld, rounds, 0.5) / pct(lp, rounds, 0.5));
+               rounds / (sum_p / 1000), rounds / (sum_d / 1000), sum_d / sum_p,
+               pct(ld, rounds, 0.5) / pct(lp, rounds, 0.5));
         {
                 double mp = pct(tp, 3, 0.5), md = pct(td, 3, 0.5);
 
                 printf("%d threads, median of 3 x 2 s: %.0f req/s through the port, %.0f req/s directly: %.2fx "
-                       "(target >= 0.7x)\n", THREADS, mp, md, mp / md);
+                       "(target >= 0.7x)\n",
+                       THREADS, mp, md, mp / md);
         }
         free(lp);
         free(ld);

@@ -51,8 +51,8 @@ enter(struct xb_sbx *x, struct xb_err *err)
         if (host_netns < 0) {
                 host_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
                 if (host_netns < 0)
-                        return xb_err_code(err, XB_E_INTERNAL, errno, NULL, "cannot open the daemon's network "
-                                           "namespace: %s", strerror(errno));
+                        return xb_err_code(err, XB_E_INTERNAL, errno, NULL,
+                                           "cannot open the daemon's network namespace: %s", strerror(errno));
         }
         if (x->state != XB_SBX_READY || !x->sb || x->sb->pidfd < 0)
                 return xb_err_code(err, XB_E_SANDBOX_BUSY, EAGAIN, NULL, "the sandbox is not running yet");
@@ -84,9 +84,11 @@ try_connect(int fd, const struct sockaddr *sa, socklen_t len)
 int
 xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err *err)
 {
-        struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in a4 = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+        struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                                   .sin6_port = htons((uint16_t)port),
                                    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
         _cleanup_close_ int fd4 = -EBADF, fd6 = -EBADF;
         int r;

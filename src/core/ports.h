@@ -30,8 +30,8 @@ int xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err
 int xb_ports_list(struct xb_sbx *x, json_t **ret, struct xb_err *err);
 /* A link token for x's port, valid for ttl_s seconds: "EXP.SIG" in token
  * (XB_SHARE_TOKEN_MAX bytes), the expiry (Unix seconds) in *exp. */
-int xb_ports_share(struct xb_core *c, const char *id, unsigned port, uint64_t ttl_s, char *token,
-                   uint64_t *exp, struct xb_err *err);
+int xb_ports_share(struct xb_core *c, const char *id, unsigned port, uint64_t ttl_s, char *token, uint64_t *exp,
+                   struct xb_err *err);
 /* Whether token is a link for sandbox id's port: 0, or XB_E_BAD_SHARE, or
  * XB_E_SHARE_EXPIRED. */
 int xb_ports_share_check(struct xb_core *c, const char *id, unsigned port, const char *token, struct xb_err *err);

@@ -133,8 +133,8 @@ proxy_fail(struct xb_proxy *p, const char *msg)
                         xb_reply_error(r, 502, "port_closed", p->refused_hint, "%s", p->refused_msg);
                 else
                         xb_reply_error(r, 502, "upstream_failed",
-                                       "the server in the sandbox ended the connection; check its log, or retry",
-                                       "%s", msg);
+                                       "the server in the sandbox ended the connection; check its log, or retry", "%s",
+                                       msg);
                 return;
         }
         if (p->parked_down)
@@ -227,8 +227,7 @@ on_up(struct xb_io *io, uint32_t events)
                 if (p->parked_up && proxy_room(p->out, &p->out_off, &p->out_len) >= UNPARK_ROOM)
                         proxy_unpark(p);
         }
-        if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !p->up_eof &&
-            proxy_room(p->in, &p->in_off, &p->in_len)) {
+        if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !p->up_eof && proxy_room(p->in, &p->in_off, &p->in_len)) {
                 ssize_t n = recv(p->fd, p->in + p->in_len, BUF_CAP - p->in_len, MSG_DONTWAIT);
 
                 if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -261,16 +260,14 @@ proxy_update_io(struct xb_proxy *p)
                 return;
         if (!p->connected || p->out_off < p->out_len)
                 ev |= EPOLLOUT;
-        if (p->connected && !p->up_eof && p->in_len - p->in_off < BUF_CAP &&
-            (p->in_off || p->in_len < BUF_CAP))
+        if (p->connected && !p->up_eof && p->in_len - p->in_off < BUF_CAP && (p->in_off || p->in_len < BUF_CAP))
                 ev |= EPOLLIN;
         proxy_io_want(p, &p->io, p->fd, ev, on_up);
 }
 
 /* ---- the request ---- */
 
-static int
-out_printf(struct xb_proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int out_printf(struct xb_proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int
 out_printf(struct xb_proxy *p, const char *fmt, ...)
@@ -296,8 +293,10 @@ struct head_ctx {
 static enum MHD_Result
 add_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-        static const char *const skip[] = { "Expect", "Upgrade", "Proxy-Authorization", "X-Forwarded-Prefix",
-                                            "X-Forwarded-Proto", "X-Forwarded-Host", NULL };
+        static const char *const skip[] = {
+                "Expect",           "Upgrade", "Proxy-Authorization", "X-Forwarded-Prefix", "X-Forwarded-Proto",
+                "X-Forwarded-Host", NULL
+        };
         struct head_ctx *h = cls;
 
         (void)kind;
@@ -366,7 +365,8 @@ build_head(struct xb_proxy *p, struct xb_req *r, const struct xb_proxy_opts *o)
                 h.bad |= out_printf(p, "Connection: Upgrade\r\nUpgrade: %s\r\n", upgrade) < 0;
         else
                 h.bad |= out_printf(p, "Connection: close\r\n") < 0;
-        h.bad |= out_printf(p, "X-Forwarded-Proto: %s\r\n", proto && !strcasecmp(proto, "https") ? "https" : "http") < 0;
+        h.bad |=
+                out_printf(p, "X-Forwarded-Proto: %s\r\n", proto && !strcasecmp(proto, "https") ? "https" : "http") < 0;
         if (host)
                 h.bad |= out_printf(p, "X-Forwarded-Host: %s\r\n", host) < 0;
         if (o->prefix)

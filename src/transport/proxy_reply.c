@@ -30,9 +30,7 @@ take_body(struct xb_proxy *p, char *buf, size_t max, bool *done)
                 size_t avail = p->in_len - p->in_off, n;
 
                 switch (p->framing) {
-                case BODY_NONE:
-                        *done = true;
-                        return 0;
+                case BODY_NONE: *done = true; return 0;
                 case BODY_LENGTH:
                 case BODY_EOF:
                         n = avail < max ? avail : max;
@@ -46,8 +44,7 @@ take_body(struct xb_proxy *p, char *buf, size_t max, bool *done)
                         } else
                                 *done = p->up_eof && p->in_off == p->in_len;
                         return (ssize_t)n;
-                case BODY_CHUNKED:
-                        break;
+                case BODY_CHUNKED: break;
                 }
                 if (p->ch == CH_DONE) {
                         *done = true;
@@ -144,8 +141,9 @@ on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, const char *ex
 bool
 proxy_hop_by_hop(const char *name, bool upgrade)
 {
-        static const char *const names[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding",
-                                             "Content-Length", "TE", "Trailer", "Proxy-Authenticate", NULL };
+        static const char *const names[] = { "Connection",        "Keep-Alive",         "Proxy-Connection",
+                                             "Transfer-Encoding", "Content-Length",     "TE",
+                                             "Trailer",           "Proxy-Authenticate", NULL };
 
         for (size_t i = 0; names[i]; i++)
                 if (!strcasecmp(name, names[i]))
@@ -177,7 +175,8 @@ proxy_parse_head(struct xb_proxy *p)
                 }
                 *end = '\0';
                 if (strncmp(s, "HTTP/1.", 7) || !(s[7] == '0' || s[7] == '1') || s[8] != ' ' ||
-                    (status = (unsigned)strtoul(s + 9, &e, 10)) < 100 || status > 599 || (*e && *e != ' ' && *e != '\r')) {
+                    (status = (unsigned)strtoul(s + 9, &e, 10)) < 100 || status > 599 ||
+                    (*e && *e != ' ' && *e != '\r')) {
                         proxy_fail(p, "the server in the sandbox did not answer with HTTP/1.x");
                         return -1;
                 }
