@@ -9,15 +9,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transport/chunked.h"
 #include "transport/http_int.h"
 
 #define BUF_CAP (64u << 10)         /* each way: 128 KiB a request at most */
 #define HEAD_MAX (48u << 10)
-#define CHUNK_LINE_MAX 1024
 #define UNPARK_ROOM (16u << 10)
 
 enum framing { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
-enum chunk_state { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER, CH_DONE };
 
 struct xb_proxy {
         struct xb_loop *loop;
@@ -40,8 +39,8 @@ struct xb_proxy {
         struct MHD_Response *resp;    /* built from the head, until queued */
         unsigned status;
         enum framing framing;
-        enum chunk_state ch;
-        uint64_t remaining;           /* BODY_LENGTH: bytes left; chunked: of this chunk */
+        struct xb_dechunk dechunk;    /* BODY_CHUNKED */
+        uint64_t remaining;           /* BODY_LENGTH: bytes left */
         bool is_head, upgrade;
         char *set_cookie, *refused_msg, *refused_hint;
         /* the tunnel after a 101 */

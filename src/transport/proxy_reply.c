@@ -22,68 +22,34 @@
 static ssize_t
 take_body(struct xb_proxy *p, char *buf, size_t max, bool *done)
 {
-        size_t got = 0;
+        char *s = p->in + p->in_off;
+        size_t avail = p->in_len - p->in_off, n;
+        ssize_t r;
 
         *done = false;
-        for (;;) {
-                char *s = p->in + p->in_off, *nl;
-                size_t avail = p->in_len - p->in_off, n;
-
-                switch (p->framing) {
-                case BODY_NONE: *done = true; return 0;
-                case BODY_LENGTH:
-                case BODY_EOF:
-                        n = avail < max ? avail : max;
-                        if (p->framing == BODY_LENGTH && n > p->remaining)
-                                n = (size_t)p->remaining;
-                        memcpy(buf, s, n);
-                        p->in_off += n;
-                        if (p->framing == BODY_LENGTH) {
-                                p->remaining -= n;
-                                *done = !p->remaining;
-                        } else
-                                *done = p->up_eof && p->in_off == p->in_len;
-                        return (ssize_t)n;
-                case BODY_CHUNKED: break;
-                }
-                if (p->ch == CH_DONE) {
-                        *done = true;
-                        return (ssize_t)got;
-                }
-                if (p->ch == CH_DATA) {
-                        n = avail < max - got ? avail : max - got;
-                        if (n > p->remaining)
-                                n = (size_t)p->remaining;
-                        if (!n)
-                                return (ssize_t)got;
-                        memcpy(buf + got, s, n);
-                        got += n;
-                        p->in_off += n;
-                        p->remaining -= n;
-                        if (!p->remaining)
-                                p->ch = CH_DATA_END;
-                        continue;
-                }
-                nl = memmem(s, avail, "\r\n", 2);
-                if (!nl)
-                        return avail > CHUNK_LINE_MAX ? -1 : (ssize_t)got;
-                p->in_off += (size_t)(nl - s) + 2;
-                if (p->ch == CH_DATA_END) {
-                        if (nl != s)
-                                return -1;
-                        p->ch = CH_SIZE;
-                } else if (p->ch == CH_SIZE) {
-                        char *end;
-                        unsigned long long sz = strtoull(s, &end, 16);
-
-                        if (end == s || (*end != ';' && *end != '\r' && *end != ' ' && *end != '\t'))
-                                return -1;
-                        p->remaining = sz;
-                        p->ch = sz ? CH_DATA : CH_TRAILER;
-                } else if (nl == s) {
-                        p->ch = CH_DONE;   /* the empty line after the trailers */
-                }
+        switch (p->framing) {
+        case BODY_NONE:
+                *done = true;
+                return 0;
+        case BODY_CHUNKED:
+                r = xb_dechunk(&p->dechunk, s, avail, &n, buf, max, done);
+                p->in_off += n;
+                return r;
+        case BODY_LENGTH:
+        case BODY_EOF:
+                break;
         }
+        n = avail < max ? avail : max;
+        if (p->framing == BODY_LENGTH && n > p->remaining)
+                n = (size_t)p->remaining;
+        memcpy(buf, s, n);
+        p->in_off += n;
+        if (p->framing == BODY_LENGTH) {
+                p->remaining -= n;
+                *done = !p->remaining;
+        } else
+                *done = p->up_eof && p->in_off == p->in_len;
+        return (ssize_t)n;
 }
 
 static ssize_t
