@@ -104,13 +104,16 @@ xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err *er
         if (fd4 < 0)
                 return xb_err_code(err, XB_E_INTERNAL, -r, NULL, "cannot make a socket in the sandbox: %s",
                                    strerror(-r));
-        /* Loopback answers a connect at once, refusals included. */
+        /* Loopback answers a connect at once, refusals included. A request
+         * to its server is use of the sandbox: its idle clock restarts. */
         if ((r = try_connect(fd4, (struct sockaddr *)&a4, sizeof(a4))) == 0) {
                 *ret_fd = TAKE_FD(fd4);
+                xb_sbx_touch(x, 0);
                 return 0;
         }
         if (r == -ECONNREFUSED && fd6 >= 0 && try_connect(fd6, (struct sockaddr *)&a6, sizeof(a6)) == 0) {
                 *ret_fd = TAKE_FD(fd6);
+                xb_sbx_touch(x, 0);
                 return 0;
         }
         if (r == -ECONNREFUSED)
