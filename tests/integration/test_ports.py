@@ -555,3 +555,47 @@ def test_sandboxes_cannot_reach_each_other(srv):
     # The daemon reaches each one's own port only.
     assert srv.get(ports(a, "/8080/")).status_code == 200
     expect_error(srv.get(ports(b, "/8080/")), 502, "port_closed")
+    # Nor the host's loopback through a sandbox: the daemon itself listens on
+    # srv.port there (the positive control: it answers this very request).
+    assert srv.get("/healthz").status_code == 200
+    expect_error(srv.get(ports(b, f"/{srv.port}/healthz")), 502, "port_closed")
+
+
+def test_requests_to_a_port_keep_the_sandbox_alive(srv):
+    sid = srv.create(timeout_s=3)["id"]
+    start(srv, sid, "exec python3 -m http.server 8080 --directory /tmp")
+    wait_listening(srv, sid, 8080)
+    for _ in range(6):
+        assert srv.get(ports(sid, "/8080/")).status_code == 200
+        time.sleep(1)
+    assert srv.get(f"/v1/sandboxes/{sid}").status_code == 200
+    # Left alone it expires, and its port goes with it.
+    time.sleep(4.5)
+    expect_error(srv.get(ports(sid, "/8080/")), 404, "sandbox_not_found")
+
+
+def test_deleting_the_sandbox_ends_its_tunnels_and_requests(app):
+    srv, sid = app
+    s, rest = ws_connect(srv.port, f"/v1/sandboxes/{sid}/ports/{APP_PORT}/ws", "127.0.0.1", TOKEN_A)
+    ws_send(s, 1, b"x")
+    assert ws_recv(s, rest)[:2] == (1, b"x")
+    stream = srv.request("GET", ports(sid, f"/{APP_PORT}/stream/100000"), stream=True, timeout=30)
+    it = stream.iter_content(1 << 16)
+    next(it)
+    srv.remove(sid)
+    s.settimeout(10)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    with pytest.raises(requests.exceptions.RequestException):
+        for _ in it:
+            pass
+    stream.close()
+    expect_error(srv.get(ports(sid, f"/{APP_PORT}/")), 404, "sandbox_not_found")
