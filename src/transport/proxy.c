@@ -164,6 +164,11 @@ http_proxy_req_gone(struct xb_req *r)
         p->req = NULL;
         if (!p->tunnel)
                 proxy_close_upstream(p);
+        if (p->resp) {
+                /* built but never queued (the client left first): it holds a ref */
+                MHD(destroy_response)(p->resp);
+                p->resp = NULL;
+        }
         proxy_unref(p);
 }
 
