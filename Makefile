@@ -171,6 +171,11 @@ $(BUILD)/fuzz/fuzz_filec: tests/fuzz/fuzz_filec.c src/proc/filec.c src/proto/wir
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_chunked: tests/fuzz/fuzz_chunked.c src/transport/chunked.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
 $(BUILD)/fuzz/fuzz_conf: tests/fuzz/fuzz_conf.c src/cli/config.c src/base/err.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \

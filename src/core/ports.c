@@ -51,8 +51,8 @@ enter(struct xb_sbx *x, struct xb_err *err)
         if (host_netns < 0) {
                 host_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
                 if (host_netns < 0)
-                        return xb_err_code(err, XB_E_INTERNAL, errno, NULL, "cannot open the daemon's network "
-                                           "namespace: %s", strerror(errno));
+                        return xb_err_code(err, XB_E_INTERNAL, errno, NULL,
+                                           "cannot open the daemon's network namespace: %s", strerror(errno));
         }
         if (x->state != XB_SBX_READY || !x->sb || x->sb->pidfd < 0)
                 return xb_err_code(err, XB_E_SANDBOX_BUSY, EAGAIN, NULL, "the sandbox is not running yet");
@@ -84,9 +84,11 @@ try_connect(int fd, const struct sockaddr *sa, socklen_t len)
 int
 xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err *err)
 {
-        struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in a4 = { .sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+        struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+                                   .sin6_port = htons((uint16_t)port),
                                    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
         _cleanup_close_ int fd4 = -EBADF, fd6 = -EBADF;
         int r;
@@ -102,13 +104,16 @@ xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err *er
         if (fd4 < 0)
                 return xb_err_code(err, XB_E_INTERNAL, -r, NULL, "cannot make a socket in the sandbox: %s",
                                    strerror(-r));
-        /* Loopback answers a connect at once, refusals included. */
+        /* Loopback answers a connect at once, refusals included. A request
+         * to its server is use of the sandbox: its idle clock restarts. */
         if ((r = try_connect(fd4, (struct sockaddr *)&a4, sizeof(a4))) == 0) {
                 *ret_fd = TAKE_FD(fd4);
+                xb_sbx_touch(x, 0);
                 return 0;
         }
         if (r == -ECONNREFUSED && fd6 >= 0 && try_connect(fd6, (struct sockaddr *)&a6, sizeof(a6)) == 0) {
                 *ret_fd = TAKE_FD(fd6);
+                xb_sbx_touch(x, 0);
                 return 0;
         }
         if (r == -ECONNREFUSED)

@@ -24,14 +24,15 @@ struct xb_sbx;
 int xb_ports_parse(const char *s, unsigned *port, struct xb_err *err);
 /* A non-blocking TCP socket in x's network namespace, connected or
  * connecting to port on its loopback (127.0.0.1, then ::1 when refused
- * at once), in *ret_fd. XB_E_PORT_CLOSED when nothing listens. */
+ * at once), in *ret_fd; x's idle clock restarts. XB_E_PORT_CLOSED when
+ * nothing listens. */
 int xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err *err);
 /* The ports listening in x, as [{"port", "address"}], sorted, in *ret. */
 int xb_ports_list(struct xb_sbx *x, json_t **ret, struct xb_err *err);
 /* A link token for x's port, valid for ttl_s seconds: "EXP.SIG" in token
  * (XB_SHARE_TOKEN_MAX bytes), the expiry (Unix seconds) in *exp. */
-int xb_ports_share(struct xb_core *c, const char *id, unsigned port, uint64_t ttl_s, char *token,
-                   uint64_t *exp, struct xb_err *err);
+int xb_ports_share(struct xb_core *c, const char *id, unsigned port, uint64_t ttl_s, char *token, uint64_t *exp,
+                   struct xb_err *err);
 /* Whether token is a link for sandbox id's port: 0, or XB_E_BAD_SHARE, or
  * XB_E_SHARE_EXPIRED. */
 int xb_ports_share_check(struct xb_core *c, const char *id, unsigned port, const char *token, struct xb_err *err);

@@ -296,9 +296,10 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,
         };
-        /* Host routes, in order: an adapter that takes some ports of
-         * {port}-{id}.DOMAIN goes before the published ports' catch-all.
-         * E2B's (envd, the code interpreter) also reads its headers. */
+        /* Host routes (transport/http.h), in order: an adapter that takes
+         * some hosts or headers of its own goes before the published
+         * ports' catch-all for {port}-{id}.DOMAIN. */
+        /* E2B's envd and code interpreter, by its headers or Host. */
         s->host_routes[s->nhost_routes++] = xb_e2b_host_route(s->e2b);
         if (s->o.sandbox_domain)
                 s->host_routes[s->nhost_routes++] =

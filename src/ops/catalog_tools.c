@@ -332,8 +332,9 @@ struct xb_tool xb_catalog_tools[] = {
         .description = "Servers you start in the sandbox (a web app, a notebook, python3 -m http.server 8080) are "
                 "reachable from outside through the execbox server, at /v1/sandboxes/{id}/ports/{port}/ with the "
                 "API token. action list (the default) shows which ports listen, each with its url. action share "
-                "makes a link to one port that works without a token until ttl_s seconds pass (default 3600): "
-                "give it to the user to open the server in a browser. Start the server in the background with "
+                "makes a link to one port that works without a token until ttl_s seconds pass (default 3600; its "
+                "url, or its path on the execbox server where no url is given): give it to the user to open "
+                "the server in a browser. Start the server in the background with "
                 "process_start, listening on 0.0.0.0 or 127.0.0.1.",
         .input_json = OBJ(
                 J_ARG_SANDBOX_ID ", "

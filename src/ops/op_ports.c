@@ -71,8 +71,8 @@ share(struct xb_core *s, struct xb_sbx *x, json_t *body, struct xb_call *c)
         }
         snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/%u/?xb_share=%s", x->id, port, token);
         xb_call_done(c, json_pack("{s:s,s:i,s:s,s:s,s:I,s:I}", "id", x->id, "port", (json_int_t)port, "token", token,
-                                  "path", path, "expires_at", (json_int_t)exp,
-                                  "ttl_s", (json_int_t)(ttl_ms / 1000 ? ttl_ms / 1000 : 1)));
+                                  "path", path, "expires_at", (json_int_t)exp, "ttl_s",
+                                  (json_int_t)(ttl_ms / 1000 ? ttl_ms / 1000 : 1)));
 }
 
 static void

@@ -117,12 +117,18 @@ static const struct xb_rest_decor list_decor = { .shape = list_shape };
 static const struct xb_rest_decor share_decor = { .shape = share_shape };
 static const struct xb_rest_decor tool_decor = { .shape = tool_shape };
 
-static const struct xb_rest_op_route
-        list_route = { .op = "list_ports", .tmpl = "/v1/sandboxes/{id}/ports", .no_body = true, .decor = &list_decor },
-        tool_route = { .op = "sandbox_ports", .tmpl = "/v1/sandboxes/{id}/ports", .check_op = "get_sandbox",
-                       .decor = &tool_decor },
-        share_route = { .op = "share_port", .tmpl = "/v1/sandboxes/{id}/ports/{port}/share", .check_op = "get_sandbox",
-                        .decor = &share_decor };
+static const struct xb_rest_op_route list_route = { .op = "list_ports",
+                                                    .tmpl = "/v1/sandboxes/{id}/ports",
+                                                    .no_body = true,
+                                                    .decor = &list_decor },
+                                     tool_route = { .op = "sandbox_ports",
+                                                    .tmpl = "/v1/sandboxes/{id}/ports",
+                                                    .check_op = "get_sandbox",
+                                                    .decor = &tool_decor },
+                                     share_route = { .op = "share_port",
+                                                     .tmpl = "/v1/sandboxes/{id}/ports/{port}/share",
+                                                     .check_op = "get_sandbox",
+                                                     .decor = &share_decor };
 
 /* ---- the proxy ---- */
 

@@ -606,6 +606,7 @@ xb_http_stop(struct xb_http *h)
         if (!h)
                 return;
         if (h->mhd) {
+                http_proxy_close_tunnels(h);
                 /* MHD aborts if stopped with a suspended connection: resume
                  * each one, cancelling the work that waits on it. */
                 while (h->suspended) {

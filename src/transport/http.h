@@ -59,7 +59,9 @@ struct xb_route {
  * as if its path and raw target (xb_req_raw_uri) began with that prefix.
  * A hook builds the prefix from validated parts only (xb_host_sandbox).
  * The published ports' hook is rest's xb_api_ports_host; an adapter adds
- * its own before it to take some ports (E2B's envd on 49983). */
+ * its own before it to take some ports (E2B's envd on 49983), and may give
+ * the ports' prefix itself ("/v1/sandboxes/{id}/ports/{port}") to reach a
+ * sandbox's server from its own headers (E2b-Sandbox-Id, -Port). */
 struct xb_host_route {
         bool (*claim)(const struct xb_req *r, void *data, char *prefix, size_t cap);
         void *data;

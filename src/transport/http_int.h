@@ -32,6 +32,7 @@ struct xb_http {
         struct xb_io mhd_io;
         struct xb_timer mhd_timer;
         struct xb_req *suspended;     /* connections MHD holds suspended (it must not stop with any) */
+        struct xb_proxy *tunnels;     /* upgraded connections (proxy.c), closed before MHD stops */
         bool need_run;
         const struct xb_route *routes;
         size_t nroutes;
@@ -132,6 +133,8 @@ size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
 void http_proxy_body(struct xb_req *r, const char *data, size_t *size);
 /* The request is freed: let go of it. */
 void http_proxy_req_gone(struct xb_req *r);
+/* Close every tunnel, while libmicrohttpd can still take the sockets back. */
+void http_proxy_close_tunnels(struct xb_http *h);
 
 /* route.c: host routing */
 /* Offer r to the host routes (xb_http_opts.host_routes): the first that

@@ -80,7 +80,24 @@ class H(http.server.BaseHTTPRequestHandler):
         self.reply(200, json.dumps({"sha256": sha, "bytes": n, "path": self.path,
                                     "chunked": "chunked" in self.headers.get("Transfer-Encoding", "")}).encode())
 
+    do_PUT = do_POST
+
+    def do_DELETE(self):
+        self.reply(200, json.dumps({"method": "DELETE", "path": self.path}).encode())
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", "5")
+        self.send_header("X-Head", "yes")
+        self.end_headers()
+
     def do_GET(self):
+        if self.path.startswith("/status/"):
+            self.send_response(int(self.path.split("/")[2]))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if self.path.startswith("/ws"):
             return self.websocket()
         if self.path.startswith("/stream/"):
@@ -256,6 +273,54 @@ def test_a_large_streamed_reply_passes_through_intact(app):
     with open(f"/proc/{srv.pid}/status") as f:
         hwm = int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
     assert hwm < 48 * 1024, f"the daemon's peak RSS is {hwm} KiB"
+
+
+def test_slow_reader_holds_the_upstream_back(app):
+    """A client that stops reading stops the server inside: the daemon
+    holds two bounded buffers, not the reply."""
+    srv, sid = app
+    n = 2048   # 128 MiB
+    r = srv.request("GET", ports(sid, f"/{APP_PORT}/stream/{n}"), stream=True, timeout=120)
+    assert r.status_code == 200
+    it = r.iter_content(1 << 16)
+    first = next(it)
+    time.sleep(1.5)
+    with open(f"/proc/{srv.pid}/status") as f:
+        rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+    assert rss < 48 * 1024, f"the daemon holds {rss} KiB while its client does not read"
+    got = len(first) + sum(len(c) for c in it)
+    assert got == n * 65536
+
+
+def test_methods_head_and_bodiless_replies(app):
+    srv, sid = app
+    base = ports(sid, f"/{APP_PORT}")
+    r = srv.request("HEAD", base + "/h")
+    assert r.status_code == 200 and r.headers["X-Head"] == "yes" and r.content == b""
+    r = srv.get(base + "/status/204")
+    assert r.status_code == 204 and r.content == b""
+    r = srv.request("PUT", base + "/put", data=b"abc")
+    assert r.status_code == 200 and r.json()["bytes"] == 3
+    r = srv.request("DELETE", base + "/thing")
+    assert r.json() == {"method": "DELETE", "path": "/thing"}
+    r = srv.get(base + "/status/404")
+    assert r.status_code == 404
+    # The same keep-alive connection still works after each of them.
+    assert srv.get(base + "/after").json()["path"] == "/after"
+
+
+def test_stopping_with_a_tunnel_open(app):
+    srv, sid = app
+    s, rest = ws_connect(srv.port, f"/v1/sandboxes/{sid}/ports/{APP_PORT}/ws", "127.0.0.1", TOKEN_A)
+    ws_send(s, 1, b"still here")
+    assert ws_recv(s, rest)[:2] == (1, b"still here")
+    assert srv.stop() == 0
+    s.settimeout(5)
+    try:
+        assert s.recv(1) == b""
+    except OSError:
+        pass
+    s.close()
 
 
 def ws_connect(port: int, path: str, host: str, token: str | None) -> tuple[socket.socket, bytes]:
@@ -490,3 +555,47 @@ def test_sandboxes_cannot_reach_each_other(srv):
     # The daemon reaches each one's own port only.
     assert srv.get(ports(a, "/8080/")).status_code == 200
     expect_error(srv.get(ports(b, "/8080/")), 502, "port_closed")
+    # Nor the host's loopback through a sandbox: the daemon itself listens on
+    # srv.port there (the positive control: it answers this very request).
+    assert srv.get("/healthz").status_code == 200
+    expect_error(srv.get(ports(b, f"/{srv.port}/healthz")), 502, "port_closed")
+
+
+def test_requests_to_a_port_keep_the_sandbox_alive(srv):
+    sid = srv.create(timeout_s=3)["id"]
+    start(srv, sid, "exec python3 -m http.server 8080 --directory /tmp")
+    wait_listening(srv, sid, 8080)
+    for _ in range(6):
+        assert srv.get(ports(sid, "/8080/")).status_code == 200
+        time.sleep(1)
+    assert srv.get(f"/v1/sandboxes/{sid}").status_code == 200
+    # Left alone it expires, and its port goes with it.
+    time.sleep(4.5)
+    expect_error(srv.get(ports(sid, "/8080/")), 404, "sandbox_not_found")
+
+
+def test_deleting_the_sandbox_ends_its_tunnels_and_requests(app):
+    srv, sid = app
+    s, rest = ws_connect(srv.port, f"/v1/sandboxes/{sid}/ports/{APP_PORT}/ws", "127.0.0.1", TOKEN_A)
+    ws_send(s, 1, b"x")
+    assert ws_recv(s, rest)[:2] == (1, b"x")
+    stream = srv.request("GET", ports(sid, f"/{APP_PORT}/stream/100000"), stream=True, timeout=30)
+    it = stream.iter_content(1 << 16)
+    next(it)
+    srv.remove(sid)
+    s.settimeout(10)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    with pytest.raises(requests.exceptions.RequestException):
+        for _ in it:
+            pass
+    stream.close()
+    expect_error(srv.get(ports(sid, f"/{APP_PORT}/")), 404, "sandbox_not_found")

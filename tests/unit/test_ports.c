@@ -22,10 +22,22 @@ Test(ports, host_names)
         cr_assert_eq(port, 1);
         cr_assert(xb_host_sandbox("65535-x.a.b.c", "a.b.c", id, sizeof(id), &port));
         static const char *const bad[] = {
-                "sbx.test", "8080.sbx.test", "8080-.sbx.test", "0-abc.sbx.test", "65536-abc.sbx.test",
-                "08080-abc.sbx.test", "-abc.sbx.test", "8080-abc.xsbx.test", "8080-abc.sbx.test.evil",
-                "8080-a_b.sbx.test", "8080-a.b.sbx.test", "8080-abc.sbx.test:80x", "8080abc.sbx.test",
-                "123456-abc.sbx.test", "", NULL,
+                "sbx.test",
+                "8080.sbx.test",
+                "8080-.sbx.test",
+                "0-abc.sbx.test",
+                "65536-abc.sbx.test",
+                "08080-abc.sbx.test",
+                "-abc.sbx.test",
+                "8080-abc.xsbx.test",
+                "8080-abc.sbx.test.evil",
+                "8080-a_b.sbx.test",
+                "8080-a.b.sbx.test",
+                "8080-abc.sbx.test:80x",
+                "8080abc.sbx.test",
+                "123456-abc.sbx.test",
+                "",
+                NULL,
         };
         for (size_t i = 0; bad[i]; i++)
                 cr_assert(!xb_host_sandbox(bad[i], "sbx.test", id, sizeof(id), &port), "%s", bad[i]);
