@@ -27,6 +27,8 @@
         X(METADATA_TOO_LARGE, "invalid_request")                      \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
+        X(WATCHER_NOT_FOUND, "watcher_not_found")                     \
+        X(TOO_MANY_WATCHES, "too_many_watches")                       \
         X(PROCESS_FINISHED, "process_finished")                       \
         X(PROCESS_LIMIT, "process_limit")                             \
         X(TOO_MANY_PROCESSES, "too_many_processes")                   \
