@@ -276,3 +276,61 @@ def test_polled_watcher_buffers_events_until_taken(server):
     expect(server.delete(f"/v1/sandboxes/{sid}/watchers/{wid}"), 204)
     expect_error(server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 404, "watcher_not_found")
     expect_error(server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/nope"}), 404)
+
+
+# ---- MCP resource subscriptions see changes made by any process ----
+
+def test_mcp_subscription_hears_a_shell_write(execbox):
+    import queue
+    import subprocess
+    p = subprocess.Popen([execbox, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in p.stdout], daemon=True).start()
+
+    def call(i, method, params=None):
+        msg = {"jsonrpc": "2.0", "id": i, "method": method, "params": params or {}}
+        p.stdin.write(json.dumps(msg) + "\n")
+        p.stdin.flush()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = lines.get(timeout=60)
+            if m.get("id") == i:
+                return m
+            seen.append(m)
+        raise AssertionError(f"no reply to {method}")
+
+    seen: list = []
+    uri = "file:///home/user/sub.txt"
+    try:
+        call(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}})
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        p.stdin.flush()
+        r = call(2, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo ready"}})
+        assert r["result"]["structuredContent"]["stdout"] == "ready\n", r
+        assert call(3, "resources/subscribe", {"uri": uri}).get("result") == {}
+        time.sleep(0.5)
+        # A shell command, not a file tool: only the watch can see it.
+        r = call(4, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo hi > /home/user/sub.txt"}})
+        assert r["result"]["structuredContent"]["status"] == "ok", r
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(m.get("method") == "notifications/resources/updated"
+                                                      for m in seen):
+            try:
+                seen.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                pass
+        notes = [m for m in seen if m.get("method") == "notifications/resources/updated"]
+        assert notes and notes[0]["params"]["uri"] == uri, seen
+        # Unsubscribed: a later write says nothing.
+        assert call(5, "resources/unsubscribe", {"uri": uri}).get("result") == {}
+        n = len(notes)
+        call(6, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo again > /home/user/sub.txt"}})
+        time.sleep(1)
+        while not lines.empty():
+            seen.append(lines.get())
+        assert len([m for m in seen if m.get("method") == "notifications/resources/updated"]) == n, seen
+    finally:
+        p.stdin.close()
+        p.wait(30)
