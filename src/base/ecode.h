@@ -30,6 +30,8 @@
         X(NETWORK_UNAVAILABLE, "network_unavailable")   /* the server has no egress */ \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
+        X(WATCHER_NOT_FOUND, "watcher_not_found")                     \
+        X(TOO_MANY_WATCHES, "too_many_watches")                       \
         X(PROCESS_FINISHED, "process_finished")                       \
         X(PROCESS_LIMIT, "process_limit")                             \
         X(TOO_MANY_PROCESSES, "too_many_processes")                   \

@@ -121,6 +121,9 @@ struct xb_sbx {
         unsigned nwaiting;            /* clients waiting on its work (xb_sbx_wait_begin) */
         struct xb_proc *procs;        /* linked by next */
         unsigned nprocs;
+        unsigned nwatches;            /* directory watches (watch.c) */
+        struct xb_watcher *watchers;  /* polled ones, linked by next */
+        unsigned next_watcher;
         unsigned nfileops;            /* file operations waiting on init */
         struct xb_session *sessions;  /* code sessions (sessions.h) */
         unsigned nsessions;
@@ -204,6 +207,40 @@ json_t *xb_sbx_network_json(const struct xb_sbx *x);
 json_t *xb_sbx_network_log(const struct xb_sbx *x, uint64_t offset, unsigned limit);
 /* Attach x's egress sockets once its init is ready (sbx.c calls it). */
 void xb__sbx_network_ready(struct xb_sbx *x);
+
+/* ---- directory watches (watch.c) ---- */
+/* A watch on a directory, done by init with inotify: it sees what every
+ * process in the sandbox does. Its owner hears ready once init watches,
+ * then events: type "create", "write", "remove", "rename" (the old name of
+ * a move; the new one is a create) or "chmod", name the path relative to
+ * the directory ("" for itself); type "overflow" (name "") when events were
+ * lost. end is the last call: err says why (init's errno at the start, the
+ * sandbox gone), NULL when the directory itself went away. */
+struct xb_watch;
+struct xb_watch_ops {
+        void (*ready)(void *ctx);
+        void (*event)(void *ctx, const char *type, const char *name);
+        void (*end)(void *ctx, const struct xb_err *err);
+};
+/* Start watching path (absolute, in the sandbox) as uid; NULL with err
+ * when it cannot be asked (too many watches, the sandbox gone). */
+struct xb_watch *xb_watch_start(struct xb_sbx *x, const char *path, bool recursive, uint32_t uid,
+                                const struct xb_watch_ops *ops, void *ctx, struct xb_err *err);
+/* Stop it and free it in init; never after end. */
+void xb_watch_stop(struct xb_watch *w);
+
+/* Polled watchers, for clients that ask rather than listen: events are
+ * buffered (at most XB_WATCHER_EVENTS, then an overflow mark) until taken.
+ * Create is done with {"watcher_id"} once init watches, or fails. */
+#define XB_WATCHER_EVENTS 1024
+struct xb_call;
+void xb_watcher_create(struct xb_sbx *x, const char *path, bool recursive, uint32_t uid, struct xb_call *c);
+/* The buffered events {"events": [{type, name}], "overflow", "ended"} and
+ * the buffer emptied; NULL when there is no such watcher. An ended one
+ * (its directory gone) is freed once its last events are taken. */
+json_t *xb_watcher_take(struct xb_sbx *x, const char *id);
+/* -ENOENT when there is no such watcher. */
+int xb_watcher_delete(struct xb_sbx *x, const char *id);
 
 /* ---- processes (proc.c, proc_wait.c) ---- */
 struct xb_call;

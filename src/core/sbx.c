@@ -201,6 +201,7 @@ pending_event(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t
                         ops->error(ctx, ev->errnum, ev->stage);
                 break;
         case XB_IEV_FILE:
+        case XB_IEV_WATCH:    /* a watch's events reach its file callback */
                 if (ops->file) {
                         ops->file(ctx, ev, fds, nfds);
                         nfds = 0;
@@ -352,6 +353,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                         break;
                 case XB_IEV_SPAWNED:
                 case XB_IEV_EXITED:
+                case XB_IEV_WATCH:    /* queued before init saw its unwatch */
                         unowned(x, &ev);
                         break;
                 case XB_IEV_ERROR:

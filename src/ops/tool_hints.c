@@ -43,6 +43,8 @@ static const char *const hints[XB_E__COUNT] = {
                                    "the ceiling): ask the user, who can ask the operator",
         [XB_E_NETWORK_UNAVAILABLE] = "this server has no egress: tell the user the sandbox cannot reach the network",
 
+        [XB_E_WATCHER_NOT_FOUND] = "create a watcher first; an ended one is gone once its last events were read",
+        [XB_E_TOO_MANY_WATCHES] = "stop a directory watch first, then retry",
         [XB_E_PROCESS_NOT_FOUND] = "use a pid that process_start (or a run_command still running) gave you in this "
                                    "sandbox",
         [XB_E_PROCESS_FINISHED] = "the process has ended: read its last output and exit code with process_read",

@@ -94,6 +94,33 @@ xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags)
         return xb_msg_send(sock, w.buf, w.len, NULL, 0);
 }
 
+int
+xb_initc_watch(int sock, uint32_t tag, const char *path, bool recursive, uint32_t uid, uint32_t gid)
+{
+        uint8_t buf[XB_FILE_PATH_MAX + 256];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_WATCH, tag);
+        xb_msgw_str(&w, XB_K_PATH, path);
+        xb_msgw_u64(&w, XB_K_FLAGS, recursive ? XB_WATCH_RECURSIVE : 0);
+        xb_msgw_u64(&w, XB_K_UID, uid);
+        xb_msgw_u64(&w, XB_K_GID, gid);
+        if (w.overflow)
+                return -ENAMETOOLONG;
+        return xb_msg_send(sock, w.buf, w.len, NULL, 0);
+}
+
+int
+xb_initc_unwatch(int sock, uint32_t tag)
+{
+        uint8_t buf[64];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_UNWATCH, 0);
+        xb_msgw_u64(&w, XB_K_TARGET, tag);
+        return xb_msg_send(sock, w.buf, w.len, NULL, 0);
+}
+
 /* Copy an untrusted string, keeping printable ASCII only. */
 static void
 copy_printable(char *dst, size_t cap, const char *src, size_t len)
@@ -159,6 +186,9 @@ xb_initc_recv(int sock, void *buf, struct xb_init_event *ev, int *fds, size_t *n
         }
         case XB_EV_FILE:
                 ev->kind = XB_IEV_FILE;
+                break;
+        case XB_EV_WATCH:
+                ev->kind = XB_IEV_WATCH;
                 break;
         default:
                 goto bad;

@@ -135,7 +135,14 @@ static const struct xb_rest_op_route
         wait_route = { .op = "wait_process", .tmpl = PROC "/wait", .check_op = "get_process", .decor = &wait_decor },
         resize_route = { .op = "process_resize", .tmpl = PROC "/resize", .check_op = "get_process" },
         attach_route = { .op = "process_attach", .tmpl = PROC "/stream", .sse = true, .no_body = true,
-                         .query = { { "from", 's' }, { "encoding", 's' } } };
+                         .query = { { "from", 's' }, { "encoding", 's' } } },
+        watch_route = { .op = "watch_dir", .tmpl = SBX "/files/watch", .sse = true, .no_body = true,
+                        .query = { { "path", 's' }, { "recursive", 's' }, { "user", 's' } } },
+        watcher_create_route = { .op = "watcher_create", .tmpl = SBX "/watchers", .status = 201,
+                                 .check_op = "get_sandbox" },
+        watcher_events_route = { .op = "watcher_events", .tmpl = SBX "/watchers/{watcher_id}/events", .no_body = true },
+        watcher_delete_route = { .op = "watcher_delete", .tmpl = SBX "/watchers/{watcher_id}", .status = 204,
+                                 .no_body = true };
 
 /* GET .../output: the offsets are validated by the operation, after it
  * found the process. A value it could not be given (a NUL byte, bad
@@ -185,5 +192,9 @@ const struct xb_route xb_api_routes_sandboxes[] = {
         { "POST", "/v1/sandboxes/{}/processes/{}/wait", xb_rest_op_handler, 0, &wait_route },
         { "POST", "/v1/sandboxes/{}/processes/{}/resize", xb_rest_op_handler, 0, &resize_route },
         { "GET", "/v1/sandboxes/{}/processes/{}/stream", xb_rest_op_handler, 0, &attach_route },
+        { "GET", "/v1/sandboxes/{}/files/watch", xb_rest_op_handler, 0, &watch_route },
+        { "POST", "/v1/sandboxes/{}/watchers", xb_rest_op_handler, 0, &watcher_create_route },
+        { "GET", "/v1/sandboxes/{}/watchers/{}/events", xb_rest_op_handler, 0, &watcher_events_route },
+        { "DELETE", "/v1/sandboxes/{}/watchers/{}", xb_rest_op_handler, 0, &watcher_delete_route },
 };
 const size_t xb_api_nroutes_sandboxes = sizeof(xb_api_routes_sandboxes) / sizeof(xb_api_routes_sandboxes[0]);

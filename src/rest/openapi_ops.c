@@ -23,6 +23,16 @@
 #define TIMEOUT_BODY(desc) JSON_BODY_OPT(OBJ_CLOSED("\"timeout_s\": {\"type\": [\"number\", \"null\"], "        \
                                                     "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
 
+#define J_WATCH_EVENT "{\"type\": \"object\", \"properties\": {\"type\": {\"type\": \"string\", \"enum\": [\"create\", \"write\", " \
+        "\"remove\", \"rename\", \"chmod\", \"overflow\"]}, \"name\": {\"type\": \"string\", \"description\": " \
+        "\"Relative to the watched directory.\"}}, \"required\": [\"type\", \"name\"]}"
+#define WATCH_FIELDS                                                                                             \
+        "\"path\": {\"type\": \"string\", \"description\": \"The directory; relative paths are under "         \
+        "/home/user.\"}, \"recursive\": {\"type\": [\"boolean\", \"null\"], \"description\": \"Its "             \
+        "subdirectories too (up to 4096 directories). null: false.\"}, \"user\": {\"type\": [\"string\", "         \
+        "\"null\"], \"enum\": [\"user\", \"root\", null], \"description\": \"Whose permissions apply. null: "   \
+        "user.\"}"
+
 /* REST-only fields of exec and process start (src/ops/op_proc.c: parse_cmd). */
 #define PTY_PROP                                                                                                 \
         "\"pty\": {\"type\": [\"object\", \"null\"], \"description\": \"Run it on a terminal of its own (a pty of " \
@@ -306,6 +316,37 @@ const struct xb_op_def xb_op_defs[] = {
                     "\"enum\": [\"base64\", \"utf-8\"]}}]",
           .sse_events = "stdout and stderr ({data, offset}), then result (the process's result)",
           .reply = JSON_REPLY("The stream (text/event-stream).", "{\"type\": \"object\"}") },
+
+        /* ---- directory watches (api.c, ops/op_watch.c) ---- */
+        { .method = "GET", .path = "/v1/sandboxes/{id}/files/watch", .id = "watch_dir", .tag = "files",
+          .summary = "Stream a directory's changes.", .sse = true, .errors = "403 404 410 429",
+          .description = "With Accept: text/event-stream: ready once the directory is watched, then one event per "
+                         "change made by any process in the sandbox: {type, name, path}, type create, write, "
+                         "remove, rename (a move's old name; the new one is a create), chmod, or overflow when "
+                         "changes were lost. Ends with result {ended: true} when the directory goes; leaving "
+                         "stops the watch.",
+          .params = "[" PATH_PARAM("The directory to watch.") ", {\"name\": \"recursive\", \"in\": \"query\", "
+                    "\"required\": false, \"description\": \"Watch its subdirectories too.\", \"schema\": "
+                    "{\"type\": \"boolean\"}}, {\"name\": \"user\", \"in\": \"query\", \"required\": false, "
+                    "\"description\": \"user (the default) or root.\", \"schema\": {\"type\": \"string\", "
+                    "\"enum\": [\"user\", \"root\"]}}]",
+          .sse_events = "ready ({path}), event ({type, name, path}) per change, then result ({ended})",
+          .reply = JSON_REPLY("The stream (text/event-stream).", "{\"type\": \"object\"}") },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/watchers", .id = "watcher_create", .tag = "files",
+          .summary = "Create a polled directory watcher.", .status = 201, .errors = "403 404 410 429",
+          .description = "The same watch as files/watch, with its events kept (at most 1024; past that, "
+                         "overflow is set) until read with GET .../watchers/{watcher_id}/events.",
+          .body = JSON_BODY(OBJ_CLOSED(WATCH_FIELDS, "\"path\"")),
+          .reply = JSON_REPLY("The watcher.", OBJ_OPEN("\"watcher_id\": {\"type\": \"string\"}", "\"watcher_id\"")) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/watchers/{watcher_id}/events", .id = "watcher_events",
+          .tag = "files", .summary = "Take a watcher's events.", .errors = "404",
+          .description = "The events since the last call, oldest first; ended says the directory is gone (the "
+                         "watcher is then removed).",
+          .reply = JSON_REPLY("The events.", OBJ_OPEN("\"events\": {\"type\": \"array\", \"items\": " J_WATCH_EVENT
+                                                      "}, \"overflow\": {\"type\": \"boolean\"}, \"ended\": "
+                                                      "{\"type\": \"boolean\"}", "\"events\", \"overflow\", \"ended\"")) },
+        { .method = "DELETE", .path = "/v1/sandboxes/{id}/watchers/{watcher_id}", .id = "watcher_delete",
+          .tag = "files", .summary = "Remove a watcher.", .status = 204, .errors = "404" },
 
         /* ---- files (files.c) ---- */
         { .tool = "read_file", .tag = "files", .summary = "Download a file.", .errors = "403 410 416",

@@ -39,6 +39,10 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_NETWORK_UNAVAILABLE] = { 503, "this server runs without egress; its operator can enable it" },
 
         [XB_E_PROCESS_NOT_FOUND] = { 404, "list processes with GET /v1/sandboxes/{id}/processes" },
+        [XB_E_WATCHER_NOT_FOUND] = { 404, "create a watcher with POST /v1/sandboxes/{id}/watchers; an ended one "
+                                          "is gone once its last events were read" },
+        [XB_E_TOO_MANY_WATCHES] = { 429, "stop a watch first (DELETE .../watchers/{watcher_id}, or close a watch "
+                                         "stream)" },
         [XB_E_PROCESS_FINISHED] = { 409, "read its result with GET .../processes/{pid}" },
         [XB_E_PROCESS_LIMIT] = { 429, "the sandbox is at its process limit (limits.pids): wait for its processes to "
                                  "end, kill some (see GET .../processes), or create the sandbox with a higher "

@@ -45,9 +45,13 @@ def test_delete_kills_setsid_double_forked_and_nohup_descendants(server):
     p = start(server, sid, cmd=TREE)
     # Positive control: every member runs, and the escapers really left the
     # command's session and process group.
-    assert wait_until(lambda: all(m in ps(server, sid) for m in MARKERS), 10), ps(server, sid)
-    rows = {line.split(None, 3)[3]: line.split()[:3] for line in ps(server, sid).splitlines()[1:]
-            if len(line.split(None, 3)) == 4}
+    def rows():
+        return {line.split(None, 3)[3]: line.split()[:3] for line in ps(server, sid).splitlines()[1:]
+                if len(line.split(None, 3)) == 4}
+
+    # Exact command lines: setsid has exec'd its sleep by then.
+    assert wait_until(lambda: all(m in rows() for m in MARKERS), 10), ps(server, sid)
+    rows = rows()
     assert rows["sleep 1001"][2] != rows["sleep 1000"][2], "setsid did not make a new session"
     assert rows["sleep 1002"][1] != str(p["pid"]), "the double fork's grandchild was not orphaned"
     expect(server.delete(f"/v1/sandboxes/{sid}/processes/{p['pid']}"), 204)
@@ -160,3 +164,173 @@ def test_pty_python_interactive_and_attach_stream(server):
     data = b"".join(base64.b64decode(d["data"]) for _, n, d in got if n == "stdout")
     assert b"xxxy" in data and b"42" not in data, (data, got)
     assert got[-1][1] == "result" and got[-1][2]["status"] == "ok", got[-1]
+
+
+# ---- directory watches ----
+
+def open_watch(server, sid, path, recursive=False):
+    t0 = time.monotonic()
+    resp = requests.get(f"{server.url}/v1/sandboxes/{sid}/files/watch",
+                        params={"path": path, "recursive": "true" if recursive else "false"},
+                        headers={**server.headers(), "Accept": "text/event-stream"}, stream=True, timeout=30)
+    expect(resp, 200)
+    events: list = []
+    ready = threading.Event()
+
+    def reader():
+        try:
+            name, data = None, []
+            for raw in resp.iter_lines(chunk_size=1):
+                line = raw.decode()
+                if line == "":
+                    if name:
+                        events.append((name, json.loads("\n".join(data))))
+                        if name == "ready":
+                            ready.set()
+                    name, data = None, []
+                elif line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+        except Exception:
+            pass
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    assert ready.wait(10), f"the watch did not start: {events} ({time.monotonic() - t0:.1f}s)"
+    return resp, events
+
+
+def test_watch_sees_a_background_process_write_and_recursive_changes(server):
+    sid = server.create()["id"]
+    server.sh(sid, "mkdir -p /home/user/w/sub")
+    resp, events = open_watch(server, sid, "/home/user/w", recursive=True)
+    start(server, sid, cmd="sleep 0.3; echo hi > /home/user/w/a.txt; mkdir /home/user/w/new; "
+                           "echo deep > /home/user/w/new/b.txt; echo x > /home/user/w/sub/c; chmod 600 /home/user/w/a.txt; "
+                           "mv /home/user/w/a.txt /home/user/w/a2.txt; rm /home/user/w/sub/c")
+    want = {("create", "a.txt"), ("write", "a.txt"), ("create", "new"), ("create", "new/b.txt"),
+            ("create", "sub/c"), ("chmod", "a.txt"), ("rename", "a.txt"), ("create", "a2.txt"), ("remove", "sub/c")}
+    ok = wait_until(lambda: want <= {(d["type"], d["name"]) for n, d in events if n == "event"}, 10)
+    assert ok, events
+    ev = [d for n, d in events if n == "event" and d["name"] == "a.txt"][0]
+    assert ev["path"] == "/home/user/w/a.txt", ev
+    resp.close()
+
+
+def test_watch_overflow_is_reported_and_cancel_frees_init_watches(server):
+    sid = server.create()["id"]
+    server.sh(sid, "mkdir -p /home/user/flood")
+    server.sh(sid, "mkdir -p /home/user/flood/d && cd /home/user/flood/d && "
+                   "python3 -c \"[open('f%d' % i, 'w').close() for i in range(20000)]\"")
+    resp, events = open_watch(server, sid, "/home/user/flood", recursive=True)
+    # Init deletes the 20000 files itself (a recursive DELETE): while it
+    # works it reads no inotify events, so the kernel's queue
+    # (max_queued_events, 16384 here) overflows.
+    qmax = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+    assert qmax < 20000, f"max_queued_events is {qmax}: this test needs it under 20000"
+    expect(server.delete(f"/v1/sandboxes/{sid}/files", params={"path": "/home/user/flood/d", "recursive": "true"}),
+           200)
+    got = wait_until(lambda: any(n == "event" and d["type"] == "overflow" for n, d in events), 10)
+    removes = sum(1 for n, d in events if n == "event" and d["type"] == "remove")
+    assert got, f"no overflow reported; {removes} removes seen"
+    # The polled watcher's own bound: 1024 events, then overflow.
+    r = server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user/flood"})
+    expect(r, 201)
+    wid = r.json()["watcher_id"]
+    server.sh(sid, "cd /home/user/flood && python3 -c \"[open('g%d' % i, 'w').close() for i in range(1500)]\"")
+    time.sleep(1)
+    o = server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events").json()
+    assert o["overflow"] is True and len(o["events"]) == 1024, (o["overflow"], len(o["events"]))
+    expect(server.delete(f"/v1/sandboxes/{sid}/watchers/{wid}"), 204)
+    resp.close()
+    # Init holds at most 32 watches: 40 made and cancelled in turn work only
+    # if each cancel freed its inotify instance in init.
+    for i in range(40):
+        r = server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user/flood"})
+        expect(r, 201)
+        expect(server.delete(f"/v1/sandboxes/{sid}/watchers/{r.json()['watcher_id']}"), 204)
+    # And the bound holds: the 33rd open watch is refused (the closed stream's
+    # watch is freed by then).
+    time.sleep(0.5)
+    for i in range(32):
+        expect(server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user/flood"}), 201)
+    expect_error(server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user/flood"}), 429, "too_many_watches")
+
+
+def test_polled_watcher_buffers_events_until_taken(server):
+    sid = server.create()["id"]
+    r = server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user", "recursive": False})
+    expect(r, 201)
+    wid = r.json()["watcher_id"]
+    server.sh(sid, "echo 1 > /home/user/p1; echo 2 > /home/user/p2")
+    got = []
+    for _ in range(50):
+        r = server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events")
+        expect(r, 200)
+        got += r.json()["events"]
+        if {"p1", "p2"} <= {e["name"] for e in got if e["type"] == "create"}:
+            break
+        time.sleep(0.1)
+    assert {"p1", "p2"} <= {e["name"] for e in got if e["type"] == "create"}, got
+    assert server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events").json()["events"] == []
+    expect(server.delete(f"/v1/sandboxes/{sid}/watchers/{wid}"), 204)
+    expect_error(server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 404, "watcher_not_found")
+    expect_error(server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/nope"}), 404)
+
+
+# ---- MCP resource subscriptions see changes made by any process ----
+
+def test_mcp_subscription_hears_a_shell_write(execbox):
+    import queue
+    import subprocess
+    p = subprocess.Popen([execbox, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in p.stdout], daemon=True).start()
+
+    def call(i, method, params=None):
+        msg = {"jsonrpc": "2.0", "id": i, "method": method, "params": params or {}}
+        p.stdin.write(json.dumps(msg) + "\n")
+        p.stdin.flush()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = lines.get(timeout=60)
+            if m.get("id") == i:
+                return m
+            seen.append(m)
+        raise AssertionError(f"no reply to {method}")
+
+    seen: list = []
+    uri = "file:///home/user/sub.txt"
+    try:
+        call(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}})
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        p.stdin.flush()
+        r = call(2, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo ready"}})
+        assert r["result"]["structuredContent"]["stdout"] == "ready\n", r
+        assert call(3, "resources/subscribe", {"uri": uri}).get("result") == {}
+        time.sleep(0.5)
+        # A shell command, not a file tool: only the watch can see it.
+        r = call(4, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo hi > /home/user/sub.txt"}})
+        assert r["result"]["structuredContent"]["status"] == "ok", r
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(m.get("method") == "notifications/resources/updated"
+                                                      for m in seen):
+            try:
+                seen.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                pass
+        notes = [m for m in seen if m.get("method") == "notifications/resources/updated"]
+        assert notes and notes[0]["params"]["uri"] == uri, seen
+        # Unsubscribed: a later write says nothing.
+        assert call(5, "resources/unsubscribe", {"uri": uri}).get("result") == {}
+        n = len(notes)
+        call(6, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo again > /home/user/sub.txt"}})
+        time.sleep(1)
+        while not lines.empty():
+            seen.append(lines.get())
+        assert len([m for m in seen if m.get("method") == "notifications/resources/updated"]) == n, seen
+    finally:
+        p.stdin.close()
+        p.wait(30)
