@@ -285,7 +285,11 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 size_t n;
                 const struct xb_route *er = xb_e2b_routes(s->e2b, &n);
 
-                for (size_t i = 0; i < n && nroutes < sizeof(routes) / sizeof(routes[0]); i++)
+                if (nroutes + n > sizeof(routes) / sizeof(routes[0])) {
+                        xb_error("the route table is too small for every adapter's routes");
+                        goto fail;
+                }
+                for (size_t i = 0; i < n; i++)
                         routes[nroutes++] = er[i];
         }
         ho = (struct xb_http_opts){

@@ -484,14 +484,15 @@ xb_e2b_new(struct xb_core *core, const char *domain)
 {
         struct xb_e2b *e = calloc(1, sizeof(*e));
         const struct xb_route *tables[] = { e2b_control_routes, e2b_envd_proc_routes, e2b_envd_fs_routes,
-                                            e2b_interp_routes };
-        const size_t ns[] = { e2b_control_nroutes, e2b_envd_proc_nroutes, e2b_envd_fs_nroutes, e2b_interp_nroutes };
+                                            e2b_envd_watch_routes, e2b_interp_routes };
+        const size_t ns[] = { e2b_control_nroutes, e2b_envd_proc_nroutes, e2b_envd_fs_nroutes, e2b_envd_watch_nroutes,
+                              e2b_interp_nroutes };
 
         if (!e)
                 return NULL;
         e->core = core;
         e->domain = domain;
-        e->routes = copy_routes(e, tables, ns, 4, &e->nroutes);
+        e->routes = copy_routes(e, tables, ns, 5, &e->nroutes);
         if (!e->routes) {
                 free(e);
                 return NULL;

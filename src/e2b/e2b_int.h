@@ -158,8 +158,10 @@ void e2b_async_run(struct e2b_async *a, const char *op, json_t *args, unsigned f
 void e2b_async_free(struct e2b_async *a);
 
 /* ---- envd_proc.c, envd_fs.c, interp.c, control.c ---- */
-extern const struct xb_route e2b_envd_proc_routes[], e2b_envd_fs_routes[], e2b_interp_routes[], e2b_control_routes[];
-extern const size_t e2b_envd_proc_nroutes, e2b_envd_fs_nroutes, e2b_interp_nroutes, e2b_control_nroutes;
+extern const struct xb_route e2b_envd_proc_routes[], e2b_envd_fs_routes[], e2b_envd_watch_routes[],
+        e2b_interp_routes[], e2b_control_routes[];
+extern const size_t e2b_envd_proc_nroutes, e2b_envd_fs_nroutes, e2b_envd_watch_nroutes, e2b_interp_nroutes,
+        e2b_control_nroutes;
 
 /* ---- rpc.c: Connect replies ---- */
 /* A unary reply: the message (taken) as JSON. */

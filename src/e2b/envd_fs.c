@@ -2,8 +2,7 @@
  * MakeDir, Move, Remove), its HTTP /files (download; upload as multipart
  * with one part per file, or as the raw body), /health and /metrics.
  * Entries are envd's EntryInfo. Paths are the engine's: relative ones are
- * below /home/user. Watching (WatchDir, the watcher RPCs) needs the
- * engine's directory watch and answers unimplemented until it has one. */
+ * below /home/user. Watching is envd_watch.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -259,16 +258,6 @@ fs_remove(struct xb_req *r)
                 return;
         args = json_pack("{s:s,s:s,s:b}", "id", s->id, "path", p, "recursive", 1);
         e2b_async_run(a, "delete_file", args, 0);
-}
-
-static void
-fs_watch_unsupported(struct xb_req *r)
-{
-        struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
-        struct xb_sbx *x;
-
-        if (e2b_front_sbx(r, e, true, &x))
-                e2b_rpc_error(r, "unimplemented", "directory watching is not available on this server yet");
 }
 
 /* ---- /files ---- */
@@ -621,10 +610,6 @@ const struct xb_route e2b_envd_fs_routes[] = {
         FS("MakeDir", fs_mkdir),
         FS("Move", fs_move),
         FS("Remove", fs_remove),
-        FS("WatchDir", fs_watch_unsupported),
-        FS("CreateWatcher", fs_watch_unsupported),
-        FS("GetWatcherEvents", fs_watch_unsupported),
-        FS("RemoveWatcher", fs_watch_unsupported),
         { "GET", E2B_ENVD_PREFIX "/files", files_get, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
         { "POST", E2B_ENVD_PREFIX "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
         { "GET", E2B_ENVD_PREFIX "/health", health, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },

@@ -165,18 +165,6 @@ open_stream(struct pstream *ps, struct xb_req *r)
         return true;
 }
 
-/* A failure before the first event: an opened stream's error end, which
- * Connect clients read as the call's error. */
-static void
-stream_error(struct xb_req *r, const char *code, const char *msg)
-{
-        struct e2b_stream es = { 0 };
-
-        if (!e2b_stream_open(&es, r, NULL))
-                return;
-        e2b_stream_end(&es, code, msg);
-}
-
 static void
 start_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
 {
@@ -186,7 +174,7 @@ start_done(struct e2b_sink *s, json_t *res, const struct xb_err *err)
 
         ps->req = NULL;
         if (err) {
-                stream_error(r, xb_connect_code_ec(err), err->msg);
+                e2b_rpc_error(r, xb_connect_code_ec(err), "%s", err->msg);
                 ps_free(ps);
                 return;
         }
@@ -268,7 +256,7 @@ proc_start(struct xb_req *r)
         proc = json_object_get(msg, "process");
         cmd = json_string_value(json_object_get(proc, "cmd"));
         if (!cmd || !*cmd) {
-                stream_error(r, "invalid_argument", "`process.cmd` is required");
+                e2b_rpc_error(r, "invalid_argument", "%s", "`process.cmd` is required");
                 return;
         }
         argv = json_pack("[s]", cmd);
@@ -292,7 +280,7 @@ proc_start(struct xb_req *r)
         }
         ps = ps_new(e, s);
         if (!ps) {
-                stream_error(r, "resource_exhausted", "out of memory");
+                e2b_rpc_error(r, "resource_exhausted", "%s", "out of memory");
                 return;
         }
         tag = json_string_value(json_object_get(msg, "tag"));
@@ -337,16 +325,16 @@ proc_connect(struct xb_req *r)
                 return;
         args = json_pack("{s:s,s:i}", "id", s->id, "pid", pid);
         if (e2b_run_sync(e, s->tenant, "get_process", args, &info, &err) < 0) {
-                stream_error(r, xb_connect_code_ec(&err), err.msg);
+                e2b_rpc_error(r, xb_connect_code_ec(&err), "%s", err.msg);
                 return;
         }
         if (!json_is_true(json_object_get(info, "running"))) {
-                stream_error(r, "not_found", "process with pid has already finished");
+                e2b_rpc_error(r, "not_found", "%s", "process with pid has already finished");
                 return;
         }
         ps = ps_new(e, s);
         if (!ps) {
-                stream_error(r, "resource_exhausted", "out of memory");
+                e2b_rpc_error(r, "resource_exhausted", "%s", "out of memory");
                 return;
         }
         ps->pid = pid;
@@ -485,7 +473,7 @@ proc_stream_input(struct xb_req *r)
                 ssize_t k = xb_connect_parse(b + off, n - off, INPUT_MAX, &flags, &payload, &plen);
 
                 if (k < 0 || !(m = json_loadb((const char *)payload, plen, 0, NULL))) {
-                        stream_error(r, "invalid_argument", "the request is not a sequence of Connect envelopes");
+                        e2b_rpc_error(r, "invalid_argument", "%s", "the request is not a sequence of Connect envelopes");
                         return;
                 }
                 off += (size_t)k;
@@ -495,11 +483,11 @@ proc_stream_input(struct xb_req *r)
                         pid = json_is_integer(json_object_get(sel, "pid")) ? (int)json_integer_value(json_object_get(sel, "pid")) : -1;
                 } else if (json_object_get(m, "data")) {
                         if (pid < 0) {
-                                stream_error(r, "invalid_argument", "the first message must be `start` with the process");
+                                e2b_rpc_error(r, "invalid_argument", "%s", "the first message must be `start` with the process");
                                 return;
                         }
                         if (write_input(e, s, pid, json_object_get(json_object_get(m, "data"), "input"), false, &err) < 0) {
-                                stream_error(r, xb_connect_code_ec(&err), err.msg);
+                                e2b_rpc_error(r, xb_connect_code_ec(&err), "%s", err.msg);
                                 return;
                         }
                 }

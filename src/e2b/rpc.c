@@ -22,6 +22,17 @@ e2b_rpc_reply(struct xb_req *r, json_t *msg)
         xb_reply_json(r, 200, msg ? msg : json_object());
 }
 
+/* A streaming call (its body is envelopes) hears errors as a stream's
+ * end: a Connect client reads a streaming reply's status as no more than
+ * a transport error. */
+static bool
+is_stream(struct xb_req *r)
+{
+        const char *ct = xb_req_header(r, "Content-Type");
+
+        return ct && !strncasecmp(ct, "application/connect+", 20);
+}
+
 void
 e2b_rpc_error(struct xb_req *r, const char *code, const char *fmt, ...)
 {
@@ -31,6 +42,13 @@ e2b_rpc_error(struct xb_req *r, const char *code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        if (is_stream(r)) {
+                struct e2b_stream es = { 0 };
+
+                if (e2b_stream_open(&es, r, NULL))
+                        e2b_stream_end(&es, code, msg);
+                return;
+        }
         xb_reply_json(r, xb_connect_http_status(code), json_pack("{s:s,s:s}", "code", code, "message", msg));
 }
 

@@ -73,5 +73,28 @@ await check('a 40 MiB file made by a command is read whole', async () => {
   eq(b.length, 41943040)
   ok(b[0] === 122 && b[b.length - 1] === 122, 'the bytes')
 })
+await check('watchDir sees a write made by commands.run', async () => {
+  await sbx.files.makeDir('/home/user/watched')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/watched', (ev) => events.push(ev))
+  await sbx.commands.run('echo hi > /home/user/watched/new.txt; mv /home/user/watched/new.txt /home/user/watched/moved.txt; rm /home/user/watched/moved.txt')
+  for (let i = 0; i < 100 && !events.some((e) => e.type === 'remove'); i++) await new Promise((r) => setTimeout(r, 20))
+  await h.stop()
+  const seen = events.map((e) => `${e.type}:${e.name}`)
+  ok(seen.includes('create:new.txt'), `create (${seen})`)
+  ok(seen.includes('write:new.txt'), `write (${seen})`)
+  ok(seen.includes('rename:new.txt') && seen.includes('create:moved.txt'), `rename (${seen})`)
+  ok(seen.includes('remove:moved.txt'), `remove (${seen})`)
+})
+await check('watchDir recursive, and a missing directory: NotFoundError', async () => {
+  await sbx.files.makeDir('/home/user/tree/sub')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/tree', (ev) => events.push(ev), { recursive: true })
+  await sbx.files.write('/home/user/tree/sub/deep.txt', 'x')
+  for (let i = 0; i < 100 && !events.some((e) => e.name === 'sub/deep.txt'); i++) await new Promise((r) => setTimeout(r, 20))
+  await h.stop()
+  ok(events.some((e) => e.name === 'sub/deep.txt'), `a nested write (${events.map((e) => e.type + ':' + e.name)})`)
+  await throwsA(NotFoundError, () => sbx.files.watchDir('/home/user/no-such-dir', () => {}))
+})
 await sbx.kill()
 done()

@@ -172,10 +172,15 @@ def test_connect_stream_errors(srv, sandbox):
     st, _, b = call(srv, "POST", "/process.Process/Connect", headers=h, raw=envelope({"process": {"pid": 999999}}))
     assert st == 200
     assert envelopes(b)[-1] == (2, {"error": {"code": "not_found", "message": envelopes(b)[-1][1]["error"]["message"]}})
-    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h, raw=b"\x01\x00\x00\x00\x02{}")
-    assert st == 400 and json.loads(b)["code"] == "invalid_argument"
-    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h, raw=b"\x00\x00\x00\x10{}")
-    assert st == 400 and json.loads(b)["code"] == "invalid_argument"
+    # A streaming call's errors are the stream's end, which is all a Connect
+    # client reads of a streaming reply.
+    for raw in (b"\x01\x00\x00\x00\x02{}", b"\x00\x00\x00\x10{}", envelope({"process": {}})):
+        st, _, b = call(srv, "POST", "/process.Process/Start", headers=h, raw=raw)
+        assert st == 200 and envelopes(b)[-1][0] == 2, b
+        assert envelopes(b)[-1][1]["error"]["code"] == "invalid_argument", b
+    hj = dict(h, **{"Content-Type": "application/json"})
+    st, _, b = call(srv, "POST", "/process.Process/SendInput", raw=b"[1]", headers=hj)
+    assert st == 400 and json.loads(b)["code"] == "invalid_argument", "unary errors are plain JSON"
 
 
 def test_files_octet_stream_and_multipart(srv, sandbox):
