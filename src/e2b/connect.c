@@ -97,8 +97,14 @@ xb_connect_code(enum xb_ecode ec, int errnum)
         switch (ec) {
         case XB_E_SANDBOX_NOT_FOUND: case XB_E_PROCESS_NOT_FOUND: case XB_E_FILE_NOT_FOUND:
         case XB_E_SESSION_NOT_FOUND: case XB_E_COMMAND_NOT_FOUND: case XB_E_VARIABLE_NOT_FOUND:
-        case XB_E_IMAGE_NOT_FOUND:
+        case XB_E_IMAGE_NOT_FOUND: case XB_E_WATCHER_NOT_FOUND:
                 return "not_found";
+        case XB_E_TOO_MANY_WATCHES:
+                return "resource_exhausted";
+        case XB_E_NETWORK_FORBIDDEN:
+                return "permission_denied";
+        case XB_E_NETWORK_UNAVAILABLE:
+                return "failed_precondition";
         case XB_E_SANDBOX_GONE: case XB_E_SANDBOX_EXPIRED: case XB_E_SANDBOX_UNAVAILABLE: case XB_E_SHUTTING_DOWN:
                 return "unavailable";
         case XB_E_ALREADY_EXISTS: case XB_E_FILE_EXISTS: case XB_E_DIRECTORY_NOT_EMPTY:

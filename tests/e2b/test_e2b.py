@@ -11,6 +11,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -282,3 +283,29 @@ def test_tags_select_processes(srv, sandbox):
     st, _, b = call(srv, "POST", "/process.Process/SendSignal", {"process": {"tag": "nope"}, "signal": "SIGNAL_SIGKILL"},
                     hj)
     assert st == 404 and json.loads(b)["code"] == "not_found"
+
+
+def test_polled_watchers(srv, sandbox):
+    """The Python SDK's watch_dir: CreateWatcher, then GetWatcherEvents."""
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    hj = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok, "Content-Type": "application/json"}
+    st, _, b = call(srv, "POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/home/user", "recursive": False}, hj)
+    assert st == 200, b
+    wid = json.loads(b)["watcherId"]
+    hs = dict(hj, **{"Content-Type": "application/connect+json"})
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=hs,
+                    raw=envelope({"process": {"cmd": "/bin/sh", "args": ["-c", "echo x > /home/user/polled.txt"]}}))
+    assert st == 200
+    events = []
+    for _ in range(100):
+        st, _, b = call(srv, "POST", "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, hj)
+        assert st == 200, b
+        events += json.loads(b)["events"]
+        if {"name": "polled.txt", "type": "EVENT_TYPE_CREATE"} in events:
+            break
+        time.sleep(0.02)
+    assert {"name": "polled.txt", "type": "EVENT_TYPE_CREATE"} in events, events
+    st, _, b = call(srv, "POST", "/filesystem.Filesystem/RemoveWatcher", {"watcherId": wid}, hj)
+    assert st == 200, b
+    st, _, b = call(srv, "POST", "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, hj)
+    assert st == 404 and json.loads(b)["code"] == "not_found", b

@@ -101,5 +101,7 @@ Test(connect, codes_and_statuses)
         cr_assert_str_eq(xb_connect_code(XB_E_FILE_ERROR, EEXIST), "already_exists");
         cr_assert_str_eq(xb_connect_code(XB_E_INVALID_PATH, EINVAL), "invalid_argument");
         cr_assert_str_eq(xb_connect_code(XB_E_DISK_FULL, ENOSPC), "resource_exhausted");
+        cr_assert_str_eq(xb_connect_code(XB_E_WATCHER_NOT_FOUND, 0), "not_found");
+        cr_assert_str_eq(xb_connect_code(XB_E_TOO_MANY_WATCHES, 0), "resource_exhausted");
         cr_assert_str_eq(xb_connect_code_of_status(502), "unavailable");
 }
