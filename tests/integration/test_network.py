@@ -56,7 +56,7 @@ def net():
 @pytest.fixture(scope="module")
 def srv(execbox, net, tmp_path_factory):
     s = start_server(execbox, str(tmp_path_factory.mktemp("net")), "--dns-server", fakenet.DNS_ADDR,
-                     "--package-source", "http://pkg.test/debian", "--network-deny", "c.test", no_auth=True, pool=1)
+                     "--package-source", "http://pkg.test/debian", "--network-deny", "c.test", no_auth=True, pool=0)
     try:
         yield s
     finally:
