@@ -731,6 +731,9 @@ xb__proxy_accept(struct xb_io *io, uint32_t events)
                 n->ns->st.conns_open++;
                 xb_timer_start(n->ns->loop, &c->timer, 30000, on_timeout, c);
                 xb__px_update(c);
+                /* The request has usually come with the connection: read it
+                 * now rather than one more turn of the loop later. */
+                on_client(&c->cio, EPOLLIN);
         }
 }
 
