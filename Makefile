@@ -284,6 +284,7 @@ bench: deps
 	$(MAKE) all $(BUILD)/bench/bench_run $(BUILD)/bench/bench_server
 	$(BUILD)/bench/bench_run $(EXECBOX)
 	$(BUILD)/bench/bench_server $(EXECBOX)
+	python3 bench/net_bench.py $(EXECBOX)
 	/usr/bin/python3 bench/e2b_bench.py $(EXECBOX)
 
 $(BUILD)/bench/%: bench/%.c

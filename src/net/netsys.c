@@ -270,6 +270,12 @@ xb__net_decide_name(struct xb_net *n, const struct xb_netpol *p, const char *hos
                 snprintf(rule, rulelen, "mode none");
                 return XB_V_DENY;
         }
+        /* RFC 6761: these names are the host's own loopback, whatever a resolver says. */
+        if (!literal && (!strcmp(host, "localhost") || (strlen(host) > 10 &&
+                                                       !strcmp(host + strlen(host) - 10, ".localhost")))) {
+                snprintf(rule, rulelen, "loopback name");
+                return XB_V_DENY;
+        }
         if (!literal && (m = xb_netrules_name(ns->deny, ns->ndeny, host))) {
                 snprintf(rule, rulelen, "server deny %s", m->text);
                 return XB_V_DENY;

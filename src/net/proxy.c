@@ -9,6 +9,7 @@
  * from start_relay() (where a TLS-terminating hook would take it over). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,51 @@
 #include "net/proxy_int.h"
 
 static void try_connect(struct xb_conn *c);
+
+static size_t
+pending(const struct cbuf *b)
+{
+        return b->len + b->plen;
+}
+
+static bool
+has_room(const struct cbuf *b)
+{
+        return b->pw >= 0 ? b->plen < b->pcap : b->len < XB_NET_BUF;
+}
+
+/* A pipe for b, for the relay; without one (out of fds) b relays itself. */
+static void
+pipe_for(struct cbuf *b)
+{
+        int p[2];
+        int size;
+
+        if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+                return;
+        size = fcntl(p[1], F_SETPIPE_SZ, (int)XB_NET_PIPE);
+        if (size < 0)
+                size = fcntl(p[1], F_GETPIPE_SZ);
+        if (size <= 0) {
+                close(p[0]);
+                close(p[1]);
+                return;
+        }
+        b->pr = p[0];
+        b->pw = p[1];
+        b->pcap = (size_t)size;
+}
+
+static void
+pipe_close(struct cbuf *b)
+{
+        if (b->pr >= 0)
+                close(b->pr);
+        if (b->pw >= 0)
+                close(b->pw);
+        b->pr = b->pw = -1;
+        b->plen = 0;
+}
 
 static void
 free_conn(void *p)
@@ -48,6 +94,8 @@ xb__px_close(struct xb_conn *c)
         if (c->ufd >= 0)
                 close(c->ufd);
         c->cfd = c->ufd = -1;
+        pipe_close(&c->up);
+        pipe_close(&c->down);
         if (c->ai) {
                 ARES(freeaddrinfo)(c->ai);
                 c->ai = NULL;
@@ -207,17 +255,16 @@ xb__px_update(struct xb_conn *c)
 
         if (c->dead || !c->net)
                 return;
-        if (c->down.len)
+        if (pending(&c->down))
                 cw |= EPOLLOUT;
-        if (!c->throttled && !c->c_eof && c->up.len < XB_NET_BUF &&
-            (c->st == C_HEAD || c->st == C_RELAY))
+        if (!c->throttled && !c->c_eof && has_room(&c->up) && (c->st == C_HEAD || c->st == C_RELAY))
                 cw |= EPOLLIN;
         if (c->st == C_CONNECT)
                 uw = EPOLLOUT;
         else if (c->st == C_RELAY) {
-                if (c->up.len)
+                if (pending(&c->up))
                         uw |= EPOLLOUT;
-                if (!c->throttled && !c->u_eof && c->down.len < XB_NET_BUF)
+                if (!c->throttled && !c->u_eof && has_room(&c->down))
                         uw |= EPOLLIN;
         }
         set_io(c, &c->cio, c->cfd, &c->cwant, cw, on_client);
@@ -281,22 +328,32 @@ fill(struct xb_conn *c, int fd, struct cbuf *b, uint64_t *count)
         size_t room, take;
         ssize_t r;
 
-        if (b->len == 0)
-                b->off = 0;
-        else if (b->off + b->len == XB_NET_BUF) {
-                memmove(b->b, b->b + b->off, b->len);
-                b->off = 0;
+        if (b->pw >= 0)
+                room = b->pcap - b->plen;
+        else {
+                if (b->len == 0)
+                        b->off = 0;
+                else if (b->off + b->len == XB_NET_BUF) {
+                        memmove(b->b, b->b + b->off, b->len);
+                        b->off = 0;
+                }
+                room = XB_NET_BUF - b->off - b->len;
         }
-        room = XB_NET_BUF - b->off - b->len;
         take = c->st == C_RELAY ? allowance(c, room) : room;
         if (take == 0) {
                 if (!c->net->throttle_timer.active)
                         xb_timer_start(c->net->ns->loop, &c->net->throttle_timer, 20, unthrottle, c->net);
                 return 2;
         }
-        r = read(fd, b->b + b->off + b->len, take);
+        if (b->pw >= 0)
+                r = splice(fd, NULL, b->pw, NULL, take, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        else
+                r = read(fd, b->b + b->off + b->len, take);
         if (r > 0) {
-                b->len += (size_t)r;
+                if (b->pw >= 0)
+                        b->plen += (size_t)r;
+                else
+                        b->len += (size_t)r;
                 if (c->st == C_RELAY) {
                         charge(c, (size_t)r);
                         *count += (uint64_t)r;
@@ -308,19 +365,27 @@ fill(struct xb_conn *c, int fd, struct cbuf *b, uint64_t *count)
         return errno == EAGAIN || errno == EINTR ? 2 : -1;
 }
 
-/* Write what b holds to fd; -1 on error. */
+/* Write what b holds to fd, the buffer first; -1 on error. */
 static int
 flush(int fd, struct cbuf *b)
 {
         ssize_t w;
 
-        if (!b->len)
-                return 0;
-        w = send(fd, b->b + b->off, b->len, MSG_NOSIGNAL);
-        if (w < 0)
-                return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        b->off += (size_t)w;
-        b->len -= (size_t)w;
+        if (b->len) {
+                w = send(fd, b->b + b->off, b->len, MSG_NOSIGNAL);
+                if (w < 0)
+                        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+                b->off += (size_t)w;
+                b->len -= (size_t)w;
+                if (b->len)
+                        return 0;
+        }
+        if (b->plen) {
+                w = splice(b->pr, NULL, fd, NULL, b->plen, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+                if (w < 0)
+                        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+                b->plen -= (size_t)w;
+        }
         return 0;
 }
 
@@ -341,11 +406,11 @@ half_close(struct xb_conn *c)
 {
         if (c->st != C_RELAY)
                 return;
-        if (c->c_eof && !c->up.len && !c->u_shut) {
+        if (c->c_eof && !pending(&c->up) && !c->u_shut) {
                 shutdown(c->ufd, SHUT_WR);
                 c->u_shut = true;
         }
-        if (c->u_eof && !c->down.len && !c->c_shut) {
+        if (c->u_eof && !pending(&c->down) && !c->c_shut) {
                 shutdown(c->cfd, SHUT_WR);
                 c->c_shut = true;
         }
@@ -365,7 +430,7 @@ on_client(struct xb_io *io, uint32_t events)
                         xb__px_close(c);
                         return;
                 }
-                if (c->st == C_CLOSING && !c->down.len) {
+                if (c->st == C_CLOSING && !pending(&c->down)) {
                         xb__px_close(c);
                         return;
                 }
@@ -389,7 +454,7 @@ on_client(struct xb_io *io, uint32_t events)
                         if (c->dead)
                                 return;
                 }
-                if (c->st == C_RELAY && c->up.len && flush(c->ufd, &c->up) < 0) {
+                if (c->st == C_RELAY && pending(&c->up) && flush(c->ufd, &c->up) < 0) {
                         xb__px_close(c);
                         return;
                 }
@@ -444,7 +509,7 @@ on_upstream(struct xb_io *io, uint32_t events)
                 }
                 if (r == 0)
                         c->u_eof = true;
-                if (c->down.len && flush(c->cfd, &c->down) < 0) {
+                if (pending(&c->down) && flush(c->cfd, &c->down) < 0) {
                         xb__px_close(c);
                         return;
                 }
@@ -591,6 +656,8 @@ start_relay(struct xb_conn *c)
                 c->node = NULL;
         }
         c->st = C_RELAY;
+        pipe_for(&c->up);
+        pipe_for(&c->down);
         /* What the sandbox sent before the connection stood counts too. */
         c->out += c->kind == K_FORWARD ? c->fwd_len + c->up.len : c->up.len;
         account(c, c->out, 0);
@@ -651,6 +718,7 @@ xb__proxy_accept(struct xb_io *io, uint32_t events)
                 }
                 c->net = n;
                 c->loop = n->ns->loop;
+                c->up.pr = c->up.pw = c->down.pr = c->down.pw = -1;
                 c->cfd = fd;
                 c->ufd = -1;
                 c->logoff = UINT64_MAX;
@@ -663,6 +731,9 @@ xb__proxy_accept(struct xb_io *io, uint32_t events)
                 n->ns->st.conns_open++;
                 xb_timer_start(n->ns->loop, &c->timer, 30000, on_timeout, c);
                 xb__px_update(c);
+                /* The request has usually come with the connection: read it
+                 * now rather than one more turn of the loop later. */
+                on_client(&c->cio, EPOLLIN);
         }
 }
 

@@ -6,10 +6,18 @@
 enum cstate { C_HEAD, C_RESOLVE, C_CONNECT, C_RELAY, C_CLOSING };
 enum ckind { K_UNKNOWN, K_CONNECT, K_FORWARD, K_SOCKS };
 
+/* One direction's bytes in flight: a buffer (request heads, replies, and
+ * whatever came with them), then, once relaying, a pipe that splice(2)
+ * moves the rest through without copying it into the daemon. Buffer bytes
+ * always go out before pipe bytes. */
 struct cbuf {
         uint8_t *b;
         size_t off, len;              /* data is b[off, off+len) */
+        int pr, pw;                   /* the pipe, or -1: relay through b */
+        size_t plen, pcap;            /* bytes in the pipe, its size */
 };
+
+#define XB_NET_PIPE (256u << 10)
 
 struct xb_conn {
         struct xb_net *net;           /* NULL once the sandbox went (a lookup may still answer) */

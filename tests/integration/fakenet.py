@@ -94,7 +94,29 @@ class FakeNet:
         sh("ip", "route", "add", dst, "via", via)
         self.routes.append(dst)
 
+    @staticmethod
+    def reap_stale() -> None:
+        """Take down the fake internet of a run that was killed (its pid is
+        gone): its routes go with its veths, then its namespaces."""
+        out = sh("ip", "netns", "list", check=False).stdout
+        for line in out.splitlines():
+            name = line.split()[0] if line.split() else ""
+            if not (name.startswith("xbnet") and name[-1:] in ("w", "t") and name[5:-1].isdigit()):
+                continue
+            tag = name[5:-1]
+            if any(os.path.exists(f"/proc/{p}") and str(p % 100000) == tag
+                   for p in (int(d) for d in os.listdir("/proc") if d.isdigit())):
+                continue
+            for pid in sh("ip", "netns", "pids", name, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), 9)
+                except OSError:
+                    pass
+            sh("ip", "link", "del", ("xbw" if name.endswith("w") else "xbt") + tag, check=False)
+            sh("ip", "netns", "del", name, check=False)
+
     def start(self) -> "FakeNet":
+        self.reap_stale()
         try:
             self._start()
         except BaseException:

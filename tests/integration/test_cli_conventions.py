@@ -297,7 +297,9 @@ RUN_BAD = [("--timeout", "soon"), ("--timeout", "8d"), ("--cpu-time", "x"), ("--
            ("--mount", "/tmp:/etc/x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3")]
 SERVE_BAD = [("--pool", "5000"), ("--pool", "x"), ("--max-sandboxes", "0"), ("--memory", "lots"),
              ("--memory", "1K"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"), ("--body-max", "x"),
-             ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3")]
+             ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
+             ("--network-max", "lots"), ("--network-deny", "bad host!"), ("--package-source", "ftp://x"),
+             ("--dns-server", "nowhere"), ("--network-connections", "0"), ("--network-rate", "x")]
 MCP_BAD = [("--pool", "500"), ("--memory", "lots"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"),
            ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3")]
 # Long options of each command, to know which abbreviations are unique.
@@ -308,7 +310,8 @@ NAMES = {
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
               "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "public-url", "sandbox-domain",
               "require-guide",
-              "conformance-fixtures", "cgroup", "quiet", "verbose", "help"],
+              "conformance-fixtures", "cgroup", "quiet", "verbose", "network-max", "network-deny", "package-source",
+              "dns-server", "network-connections", "network-rate", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
             "cgroup", "verbose", "help"],
 }

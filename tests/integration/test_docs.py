@@ -33,6 +33,7 @@ NPM_PACKAGES = {
 TOOLS = {
     # name: the arguments that may not be null (every other one must be nullable)
     "sandbox_create": set(),
+    "sandbox_network": set(),
     "sandbox_list": set(),
     "sandbox_delete": {"sandbox_id"},
     "run_command": {"cmd"},

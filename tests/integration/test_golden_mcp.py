@@ -91,8 +91,9 @@ class McpRec:
 
 
 @pytest.fixture
-def mcp(server):
-    c = Mcp(server).initialize()
+def mcp(server_factory):
+    # A package source of its own: the host's (apt, npm) would vary by machine.
+    c = Mcp(server_factory("--package-source", "http://pkg.test/debian")).initialize()
     yield c
     c.close()
 
@@ -233,6 +234,13 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("sandbox_create", "unknown_argument", {"template": "ubuntu"}, "error")
     m.call("sandbox_list", "ok", {}, "ok", volatile={"state", "processes", "created_at_ms", "expires_in_ms"})
     m.call("sandbox_list", "unknown_argument", {"all": True}, "error")
+    m.call("sandbox_network", "read", {"sandbox_id": created, "mode": None, "allow": None, "deny": None}, "ok",
+           volatile={"stats"})
+    m.call("sandbox_network", "allowlist", {"sandbox_id": created, "mode": "allowlist", "allow": ["example.com"],
+                                            "deny": None}, "ok", volatile={"stats"})
+    m.call("sandbox_network", "bad_mode", {"sandbox_id": created, "mode": "everything"}, "error")
+    m.call("sandbox_network", "bad_rule", {"sandbox_id": created, "mode": "allowlist", "allow": ["10.0.0.0/99"]},
+           "error")
     m.call("sandbox_delete", "ok", {"sandbox_id": created}, "ok")
     m.call("sandbox_delete", "again", {"sandbox_id": created}, "error")
     m.call("sandbox_delete", "unknown", {"sandbox_id": NO_SANDBOX}, "error")
