@@ -31,12 +31,15 @@ CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 # Signed links use GnuTLS's HMAC, which libmicrohttpd loads (transport/sign.h).
 GNUTLS_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir gnutls 2>/dev/null)/libgnutls.so 2>/dev/null | awk '/SONAME/{print $$2}')
 CFLAGS += -DXB_GNUTLS_SONAME='"$(or $(GNUTLS_SONAME),libgnutls.so.30)"'
+# The egress proxy's resolver, c-ares, is loaded at run time too (net/cares.h).
+ARES_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libcares 2>/dev/null)/libcares.so 2>/dev/null | awk '/SONAME/{print $$2}')
+CFLAGS += -DXB_ARES_SONAME='"$(or $(ARES_SONAME),libcares.so.2)"'
 
 # seccomp_policy.c needs libseccomp: it runs at build time, not in execbox.
 POLICY_SRC := src/sandbox/seccomp_policy.c
-LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c \
+LIB_SRC := $(filter-out $(POLICY_SRC),$(wildcard src/base/*.c src/proto/*.c src/sandbox/*.c src/proc/*.c src/net/*.c \
   src/core/*.c src/ops/*.c src/transport/*.c src/rest/*.c src/plugin/*.c src/mcp/*.c src/judge/*.c \
-  src/daemon/*.c))
+  src/e2b/*.c src/daemon/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 INIT_SRC := $(wildcard src/init/*.c) src/proto/wire.c src/proto/pseudofs.c src/sandbox/execspec.c src/base/err.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -168,7 +171,17 @@ $(BUILD)/fuzz/fuzz_filec: tests/fuzz/fuzz_filec.c src/proc/filec.c src/proto/wir
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_chunked: tests/fuzz/fuzz_chunked.c src/transport/chunked.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
 $(BUILD)/fuzz/fuzz_conf: tests/fuzz/fuzz_conf.c src/cli/config.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
+
+$(BUILD)/fuzz/fuzz_connect: tests/fuzz/fuzz_connect.c src/e2b/connect.c src/base/buf.c src/base/err.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
@@ -220,6 +233,12 @@ mcp-test: $(EXECBOX_TEST)
 judge-test: $(EXECBOX)
 	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/judge
 
+# The unmodified E2B SDKs (pinned e2b and @e2b/code-interpreter from npm,
+# cached outside the repository) and the E2B wire against the real server.
+.PHONY: e2b-test
+e2b-test: $(EXECBOX)
+	EXECBOX=$(abspath $(EXECBOX)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2b
+
 # The client libraries (clients/) and the agent example (examples/codeact)
 # against the real server; the TypeScript client on mcp-test's Node 22.
 clients-test: $(EXECBOX)
@@ -250,6 +269,7 @@ check: deps
 	$(MAKE) clients-test
 	$(MAKE) tools-test
 	$(MAKE) judge-test
+	$(MAKE) e2b-test
 	$(MAKE) packaging-test
 	$(MAKE) http-test
 
@@ -275,6 +295,8 @@ bench: deps
 	$(MAKE) all $(BUILD)/bench/bench_run $(BUILD)/bench/bench_server
 	$(BUILD)/bench/bench_run $(EXECBOX)
 	$(BUILD)/bench/bench_server $(EXECBOX)
+	python3 bench/net_bench.py $(EXECBOX)
+	/usr/bin/python3 bench/e2b_bench.py $(EXECBOX)
 
 $(BUILD)/bench/%: bench/%.c
 	@mkdir -p $(@D)

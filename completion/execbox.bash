@@ -23,7 +23,7 @@ _execbox()
                 --*=*) ;;
                 --timeout | --cpu-time | --memory | --pids | --cpus | --output-limit | --file-size | --disk | \
                 --env | --cwd | --mount | --allow-mount | --cgroup | --listen | --state-dir | --token-file | \
-                --pool | --max-sandboxes | --body-max | --upload-max | --allow-origin | --public-url | --server | --token | --config | \
+                --pool | --max-sandboxes | --body-max | --upload-max | --allow-origin | --public-url | --sandbox-domain | --server | --token | --config | \
                 --mcp-allowed-host | --mcp-pause-after)
                         skip=1 ;;
                 -*) ;;
@@ -63,7 +63,7 @@ _execbox()
                 COMPREPLY=($(compgen -W 'auto v1 v2' -- "$cur"))
                 return ;;
         --timeout | --cpu-time | --memory | --pids | --cpus | --output-limit | --file-size | --disk | \
-        --env | --cwd | --listen | --pool | --max-sandboxes | --body-max | --upload-max | --allow-origin | --public-url | --server | --token | --config | \
+        --env | --cwd | --listen | --pool | --max-sandboxes | --body-max | --upload-max | --allow-origin | --public-url | --sandbox-domain | --server | --token | --config | \
         --mcp-allowed-host | --mcp-pause-after)
                 return ;;
         esac

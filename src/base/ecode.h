@@ -25,8 +25,13 @@
         X(INVALID_TEMPLATE, "invalid_request")                        \
         X(INVALID_METADATA, "invalid_request")                        \
         X(METADATA_TOO_LARGE, "invalid_request")                      \
+        X(INVALID_NETWORK, "invalid_request")      /* a network policy */ \
+        X(NETWORK_FORBIDDEN, "network_forbidden")  /* over the operator's ceiling */ \
+        X(NETWORK_UNAVAILABLE, "network_unavailable")   /* the server has no egress */ \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
+        X(WATCHER_NOT_FOUND, "watcher_not_found")                     \
+        X(TOO_MANY_WATCHES, "too_many_watches")                       \
         X(PROCESS_FINISHED, "process_finished")                       \
         X(PROCESS_LIMIT, "process_limit")                             \
         X(TOO_MANY_PROCESSES, "too_many_processes")                   \
@@ -93,6 +98,11 @@
         X(BAD_VARIABLE_NAME, "invalid_request")                       \
         X(IMAGE_NOT_FOUND, "image_not_found")                         \
         X(INVALID_LANGUAGE, "invalid_request")     /* not a language name */ \
+        /* published ports */                                         \
+        X(INVALID_PORT, "invalid_port")                               \
+        X(PORT_CLOSED, "port_closed")      /* nothing listens */      \
+        X(SHARE_EXPIRED, "link_expired")                              \
+        X(BAD_SHARE, "bad_signature")                                 \
         /* the seeds' plugin routes */                                \
         X(GUIDE_NOT_FOLLOWED, "guide_not_followed")                   \
         X(UNAUTHORIZED, "unauthorized")

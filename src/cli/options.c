@@ -30,8 +30,9 @@ enum {
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_CGROUP_PREFIX, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE, O_ALLOW_HOST,
-        O_ORIGIN, O_PUBLIC_URL,
+        O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
+        O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
 };
 
 /* How an option may be given besides its flag. */
@@ -67,6 +68,7 @@ static const struct {
         { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE, REPEAT },
         { { "allow-host", required_argument, NULL, O_ALLOW_HOST }, SERVE, REPEAT },
         { { "public-url", required_argument, NULL, O_PUBLIC_URL }, SERVE },
+        { { "sandbox-domain", required_argument, NULL, O_SANDBOX_DOMAIN }, SERVE },
         { { "conformance-fixtures", no_argument, NULL, O_FIXTURES }, SERVE | MCP },
         { { "cgroup", required_argument, NULL, O_CGROUP }, SERVE | MCP },
         { { "cgroup-prefix", required_argument, NULL, O_CGROUP_PREFIX }, SERVE | MCP },
@@ -76,6 +78,12 @@ static const struct {
         { { "access-log", required_argument, NULL, O_ACCESS_LOG }, SERVE },
         { { "audit-keep", required_argument, NULL, O_AUDIT_KEEP }, SERVE },
         { { "audit-max", required_argument, NULL, O_AUDIT_MAX }, SERVE },
+        { { "network-max", required_argument, NULL, O_NET_MAX }, SERVE },
+        { { "network-deny", required_argument, NULL, O_NET_DENY }, SERVE, REPEAT },
+        { { "package-source", required_argument, NULL, O_PKG_SOURCE }, SERVE, REPEAT },
+        { { "dns-server", required_argument, NULL, O_DNS_SERVER }, SERVE },
+        { { "network-connections", required_argument, NULL, O_NET_CONNS }, SERVE },
+        { { "network-rate", required_argument, NULL, O_NET_RATE }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
@@ -103,6 +111,11 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->audit_keep_ms = XB_AUDIT_KEEP_DEFAULT_MS;
         o->audit_max = XB_AUDIT_MAX_DEFAULT;
         o->defaults.wall_ms = 0;
+        o->network_max = XB_NET_OPEN;
+        o->network_deny = a->net_deny;
+        o->package_sources = a->sources;
+        o->network_conns = XB_NET_CONNS_DEFAULT;
+        o->network_rate = 1ull << 30;
         if (cmd == XB_CMD_SERVE) {
                 o->listen = "127.0.0.1:8000";
                 o->state_dir = "/var/lib/execbox";
@@ -228,6 +241,14 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                                        "https://execbox.example.com");
                 o->public_url = arg;
                 break;
+        case O_SANDBOX_DOMAIN:
+                /* A DNS name: sandboxes' ports are at {port}-{id}.DOMAIN. */
+                if (!*arg || strlen(arg) > 200 || arg[0] == '.' || arg[0] == '-' || arg[strlen(arg) - 1] == '.' ||
+                    strstr(arg, "..") || strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(arg))
+                        r = xb_err_msg(err, EINVAL, "write a DNS name in lowercase, e.g. sandbox.example.com "
+                                       "(ports are then at {port}-{id}.sandbox.example.com)");
+                o->sandbox_domain = arg;
+                break;
         case O_FIXTURES:
                 if (!xb_mcp_has_plugin(XB_FIXTURES_PLUGIN))
                         r = xb_err_msg(err, ENOTSUP, "this binary has no MCP conformance fixtures; they are only in "
@@ -256,6 +277,55 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         r = xb_err_msg(err, ERANGE, "between 1 and 1000000 events");
                 o->audit_max = (unsigned)v;
                 break;
+        case O_NET_MAX:
+                if (xb_netmode_parse(arg, &o->network_max) < 0)
+                        r = xb_err_msg(err, EINVAL, "write none, packages, allowlist or open, not `%s`", arg);
+                break;
+        case O_NET_DENY: {
+                struct xb_netrule rule;
+
+                if (o->nnetwork_deny == ARRAY_SIZE(a->net_deny))
+                        r = xb_err_msg(err, E2BIG, "too many --network-deny options");
+                else if ((r = xb_netrule_parse(arg, &rule, err)) == 0) {
+                        xb_netrule_free(&rule);
+                        a->net_deny[o->nnetwork_deny++] = arg;
+                }
+                break;
+        }
+        case O_PKG_SOURCE:
+                if (o->npackage_sources == ARRAY_SIZE(a->sources))
+                        r = xb_err_msg(err, E2BIG, "too many --package-source options");
+                else if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+                        r = xb_err_msg(err, EINVAL, "write a package source's URL, e.g. "
+                                       "https://mirror.example.com/debian");
+                else
+                        a->sources[o->npackage_sources++] = arg;
+                break;
+        case O_DNS_SERVER: {
+                struct xb_ip ip;
+                char host[64];
+                const char *colon = strrchr(arg, ':');
+                bool ok = xb_ip_parse(arg, &ip) == 0;
+
+                /* "IP:PORT" or "[V6]:PORT" */
+                if (!ok && colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
+                    (size_t)(colon - arg) < sizeof(host)) {
+                        snprintf(host, sizeof(host), "%.*s", (int)(colon - arg), arg);
+                        ok = xb_ip_parse(host, &ip) == 0 && (host[0] == '[' || !strchr(host, ':'));
+                }
+                if (!ok)
+                        r = xb_err_msg(err, EINVAL, "write a resolver's address, e.g. 192.0.2.53 or "
+                                       "192.0.2.53:5353");
+                o->dns_server = arg;
+                break;
+        }
+        case O_NET_CONNS:
+                r = xb_parse_u64(arg, &v, err);
+                if (!r && (v < 1 || v > 1024))
+                        r = xb_err_msg(err, ERANGE, "between 1 and 1024 connections");
+                o->network_conns = (unsigned)v;
+                break;
+        case O_NET_RATE: r = xb_parse_size(arg, &o->network_rate, err); break;
         }
         return r;
 }
@@ -291,6 +361,10 @@ drop(struct xb_server_args *a, int opt)
                 a->o.nallow_origins = 0;
         else if (opt == O_ALLOW_HOST)
                 a->o.nallow_hosts = 0;
+        else if (opt == O_NET_DENY)
+                a->o.nnetwork_deny = 0;
+        else if (opt == O_PKG_SOURCE)
+                a->o.npackage_sources = 0;
 }
 
 enum layer { L_DEFAULT, L_FILE, L_ENV, L_FLAGS };

@@ -16,6 +16,8 @@ struct xb_server_args {
         const char *mcp_hosts[16];    /* o.mcp_hosts points here */
         const char *origins[32];      /* o.allow_origins points here */
         const char *hosts[16];        /* o.allow_hosts points here */
+        const char *net_deny[64];     /* o.network_deny points here */
+        const char *sources[32];      /* o.package_sources points here */
         const char *server, *token;   /* execbox mcp --server URL --token TOKEN */
 };
 

@@ -39,6 +39,13 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         }
+        if (o->network && (r = xb_netsys_open(&o->net, loop, &c->net, err)) < 0) {
+                xb_audits_free(c->audits);
+                xb_engine_close(c->eng);
+                free(c->rxbuf);
+                free(c);
+                return r;
+        }
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);
@@ -81,6 +88,7 @@ xb_core_close(struct xb_core *c)
         }
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
+        xb_netsys_close(c->net);
         free(c->m.tenant);
         free(c->rxbuf);
         free(c);

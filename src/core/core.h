@@ -23,6 +23,7 @@
 #include "proc/result.h"
 #include "sandbox/sandbox.h"
 #include "base/loop.h"
+#include "net/egress.h"
 
 #define XB_SERVER_MAX_SANDBOXES_DEFAULT 2000
 #define XB_PROCS_PER_SANDBOX 256
@@ -48,6 +49,11 @@ struct xb_core_opts {
         size_t upload_max;            /* file contents an operation carries in JSON */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        /* Signs a shared port's link (ports.h): msg's HMAC as 64 hex digits
+         * and a NUL, or -errno. NULL: ports cannot be shared. */
+        int (*sign)(const char *msg, size_t len, char out[65]);
+        bool network;                 /* egress through the daemon (net/egress.h); false: loopback only */
+        struct xb_netsys_opts net;
 };
 
 struct xb_core {
@@ -65,6 +71,7 @@ struct xb_core {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
+        struct xb_netsys *net;        /* egress; NULL when o.network is false */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -115,6 +122,9 @@ struct xb_sbx {
         unsigned nwaiting;            /* clients waiting on its work (xb_sbx_wait_begin) */
         struct xb_proc *procs;        /* linked by next */
         unsigned nprocs;
+        unsigned nwatches;            /* directory watches (watch.c) */
+        struct xb_watcher *watchers;  /* polled ones, linked by next */
+        unsigned next_watcher;
         unsigned nfileops;            /* file operations waiting on init */
         struct xb_session *sessions;  /* code sessions (sessions.h) */
         unsigned nsessions;
@@ -125,6 +135,7 @@ struct xb_sbx {
         char error[200];              /* and in words (neutral: no protocol's terms) */
         uint32_t images_tag;          /* the pending tag that frees its images (images.c) */
         struct xb_audit *audit;       /* its audit log; NULL while pooled, and once deleted */
+        struct xb_net *net;           /* its egress (network.c); NULL without, and once dying */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };
 
@@ -181,6 +192,57 @@ void xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data),
 void xb_pool_fill(struct xb_core *s);
 void xb_sbx_destroy_all(struct xb_core *s);
 
+/* ---- egress (network.c) ---- */
+/* Set x's policy (takes a reference): XB_E_NETWORK_FORBIDDEN above the
+ * operator's ceiling, XB_E_NETWORK_UNAVAILABLE on a server without egress
+ * (only "none" is accepted there). */
+int xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err);
+/* The same check without a sandbox (create validates before it starts one). */
+int xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err);
+/* "K=V" entries a process in x starts with (the proxy's address), before
+ * the sandbox's and the request's own; NULL-terminated, static. */
+const char *const *xb_sbx_net_env(const struct xb_sbx *x);
+/* {mode, allow, deny, proxy, dns, ceiling, ..., stats}. */
+json_t *xb_sbx_network_json(const struct xb_sbx *x);
+/* The egress log from offset. */
+json_t *xb_sbx_network_log(const struct xb_sbx *x, uint64_t offset, unsigned limit);
+/* Attach x's egress sockets once its init is ready (sbx.c calls it). */
+void xb__sbx_network_ready(struct xb_sbx *x);
+
+/* ---- directory watches (watch.c) ---- */
+/* A watch on a directory, done by init with inotify: it sees what every
+ * process in the sandbox does. Its owner hears ready once init watches,
+ * then events: type "create", "write", "remove", "rename" (the old name of
+ * a move; the new one is a create) or "chmod", name the path relative to
+ * the directory ("" for itself); type "overflow" (name "") when events were
+ * lost. end is the last call: err says why (init's errno at the start, the
+ * sandbox gone), NULL when the directory itself went away. */
+struct xb_watch;
+struct xb_watch_ops {
+        void (*ready)(void *ctx);
+        void (*event)(void *ctx, const char *type, const char *name);
+        void (*end)(void *ctx, const struct xb_err *err);
+};
+/* Start watching path (absolute, in the sandbox) as uid; NULL with err
+ * when it cannot be asked (too many watches, the sandbox gone). */
+struct xb_watch *xb_watch_start(struct xb_sbx *x, const char *path, bool recursive, uint32_t uid,
+                                const struct xb_watch_ops *ops, void *ctx, struct xb_err *err);
+/* Stop it and free it in init; never after end. */
+void xb_watch_stop(struct xb_watch *w);
+
+/* Polled watchers, for clients that ask rather than listen: events are
+ * buffered (at most XB_WATCHER_EVENTS, then an overflow mark) until taken.
+ * Create is done with {"watcher_id"} once init watches, or fails. */
+#define XB_WATCHER_EVENTS 1024
+struct xb_call;
+void xb_watcher_create(struct xb_sbx *x, const char *path, bool recursive, uint32_t uid, struct xb_call *c);
+/* The buffered events {"events": [{type, name}], "overflow", "ended"} and
+ * the buffer emptied; NULL when there is no such watcher. An ended one
+ * (its directory gone) is freed once its last events are taken. */
+json_t *xb_watcher_take(struct xb_sbx *x, const char *id);
+/* -ENOENT when there is no such watcher. */
+int xb_watcher_delete(struct xb_sbx *x, const char *id);
+
 /* ---- processes (proc.c, proc_wait.c) ---- */
 struct xb_call;
 
@@ -195,6 +257,10 @@ struct xb_proc_spec {
         const char *stdin_data;       /* written, then stdin is closed unless keep_stdin */
         size_t stdin_len;
         bool keep_stdin;              /* background processes: stdin stays open */
+        bool tty;                     /* a pty of the sandbox's devpts for 0-2 (stdout holds its output) */
+        uint16_t rows, cols;          /* its size */
+        const char *tag;              /* the client's name for it, or NULL (listed, xb_proc_find_tag) */
+        json_t *req_env;              /* the request's own env {K: V}, listed; borrowed, or NULL */
 };
 
 /* Ask init to spawn; NULL with err (its ecode set) when it cannot be asked.
@@ -202,6 +268,8 @@ struct xb_proc_spec {
 struct xb_proc *xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background,
                               struct xb_err *err);
 struct xb_proc *xb_proc_find(struct xb_sbx *x, pid_t pid);
+/* The newest process with this tag, or NULL. */
+struct xb_proc *xb_proc_find_tag(struct xb_sbx *x, const char *tag);
 /* Run p for c (exec): events "start" ({cmd}), then "stdout" and "stderr"
  * ({data}) when c wants events; then the result, the spawn's error, or at
  * the soft timeout the result so far (status "running", with offsets),
@@ -215,7 +283,9 @@ void xb_proc_wait_spawn(struct xb_proc *p, struct xb_call *c);
  * with the result so far and "waited": true. Cancelling leaves p running. */
 void xb_proc_wait(struct xb_proc *p, struct xb_call *c, uint64_t timeout_ms);
 json_t *xb_proc_json(const struct xb_proc *p, bool with_output);
-json_t *xb_proc_list_json(struct xb_sbx *x);
+/* Every process's xb_proc_json, newest first; detail adds what was asked:
+ * argv, env (the request's own), cwd and tag. */
+json_t *xb_proc_list_json(struct xb_sbx *x, bool detail);
 pid_t xb_proc_pid(const struct xb_proc *p);
 /* Output from byte offsets: {"stdout", "stderr", offsets, dropped, running}. */
 json_t *xb_proc_output_json(const struct xb_proc *p, uint64_t out_off, uint64_t err_off, size_t max);
@@ -225,7 +295,20 @@ void xb_proc_read(struct xb_proc *p, struct xb_call *c, uint64_t out_off, uint64
                   uint64_t wait_ms);
 /* -errno with err (XB_E_STDIN_CLOSED) when stdin is closed or backed up. */
 int xb_proc_write_stdin(struct xb_proc *p, const char *data, size_t len, bool close_after, struct xb_err *err);
+/* Set a pty's size (TIOCSWINSZ; its foreground group gets SIGWINCH).
+ * -ENOTTY with err (XB_E_INVALID) when p has no terminal. */
+int xb_proc_resize(struct xb_proc *p, uint16_t rows, uint16_t cols, struct xb_err *err);
+/* Stream p's output to c as events "stdout" and "stderr" (a pty's output
+ * is stdout) with {"data", "offset"}: data is base64 of the raw bytes when
+ * b64, else UTF-8 text with invalid bytes replaced. from_start replays what
+ * is kept from offset 0 first; else only what comes from now on. Done with
+ * the result once p finishes; cancelling c detaches and leaves p running. */
+void xb_proc_attach(struct xb_proc *p, struct xb_call *c, bool from_start, bool b64);
+/* Signal p's process group; SIGKILL kills its whole tree. -ESRCH once finished. */
 int xb_proc_signal(struct xb_proc *p, int signo);
-/* Kill p if it runs, and drop it once it has ended. */
+/* SIGKILL p and every descendant, setsid'd and double-forked ones too,
+ * even when p itself has exited already. -ESRCH when there is no tree. */
+int xb_proc_kill_tree(struct xb_proc *p);
+/* Kill p's tree, and drop p once it has ended. */
 void xb_proc_forget(struct xb_proc *p);
 bool xb_proc_running(const struct xb_proc *p);

@@ -11,11 +11,16 @@
  * pending tag (xb_sbx_pending_add), which it holds until it is unlinked. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -52,14 +57,34 @@ xb_proc_find(struct xb_sbx *x, pid_t pid)
         return NULL;
 }
 
+struct xb_proc *
+xb_proc_find_tag(struct xb_sbx *x, const char *tag)
+{
+        for (struct xb_proc *p = x->procs; p && tag; p = p->next)
+                if (p->spawned && !p->forgotten && p->client_tag && !strcmp(p->client_tag, tag))
+                        return p;
+        return NULL;
+}
+
 json_t *
-xb_proc_list_json(struct xb_sbx *x)
+xb_proc_list_json(struct xb_sbx *x, bool detail)
 {
         json_t *a = json_array();
 
-        for (struct xb_proc *p = x->procs; p; p = p->next)
-                if (p->spawned && !p->forgotten)
-                        json_array_append_new(a, xb_proc_json(p, false));
+        for (struct xb_proc *p = x->procs; p; p = p->next) {
+                json_t *o;
+
+                if (!p->spawned || p->forgotten)
+                        continue;
+                o = xb_proc_json(p, false);
+                if (detail) {
+                        json_object_set(o, "argv", p->argv ? p->argv : json_null());
+                        json_object_set(o, "env", p->env ? p->env : json_null());
+                        json_object_set_new(o, "cwd", p->cwd ? json_string(p->cwd) : json_null());
+                        json_object_set_new(o, "tag", p->client_tag ? json_string(p->client_tag) : json_null());
+                }
+                json_array_append_new(a, o);
+        }
         return a;
 }
 
@@ -81,6 +106,10 @@ proc_free(void *data)
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
         json_decref(p->audit);
+        json_decref(p->argv);
+        json_decref(p->env);
+        free(p->client_tag);
+        free(p->cwd);
         xb_sbx_unref(p->sbx);
         free(p);
 }
@@ -107,6 +136,7 @@ proc_unlink(struct xb_proc *p)
         close_pipe(&p->out_io, &p->out_fd);
         close_pipe(&p->err_io, &p->err_fd);
         close_pipe(&p->in_io, &p->in_fd);
+        close_pipe(&p->tty_io, &p->tty_sock);
         xb_loop_defer(x->core->loop, &p->defer, proc_free, p);
 }
 
@@ -233,16 +263,82 @@ on_stdin(struct xb_io *io, uint32_t events)
 int
 xb_proc_write_stdin(struct xb_proc *p, const char *data, size_t len, bool close_after, struct xb_err *err)
 {
-        if (p->in_fd < 0)
+        if (p->in_fd < 0 && !(p->tty_sock >= 0 && !p->finished))
                 return xb_err_code(err, XB_E_STDIN_CLOSED, EPIPE, NULL, "stdin of process %d is closed", p->pid);
-        if (xb_buf_append(&p->stdin_buf, data, len) < 0)
+        if (xb_buf_append(&p->stdin_buf, data, len) < 0 ||
+            (close_after && p->tty && xb_buf_append(&p->stdin_buf, "\x04", 1) < 0))
                 return xb_err_code(err, XB_E_STDIN_CLOSED, ENOBUFS, NULL,
                                    "process %d is not reading stdin; %u bytes are already waiting", p->pid,
                                    (unsigned)p->stdin_buf.len);
-        if (close_after)
+        /* A terminal's end of input is its EOF character (^D), not a close. */
+        if (close_after && !p->tty)
                 p->stdin_close = true;
         pump_stdin(p);
         return 0;
+}
+
+int
+xb_proc_resize(struct xb_proc *p, uint16_t rows, uint16_t cols, struct xb_err *err)
+{
+        struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+        if (!p->tty)
+                return xb_err_code(err, XB_E_INVALID, ENOTTY, NULL, "process %d has no terminal; start it with "
+                                   "`pty` to get one", p->pid);
+        if (p->finished)
+                return xb_err_code(err, XB_E_PROCESS_FINISHED, ESRCH, NULL, "process %d has already finished",
+                                   p->pid);
+        p->rows = rows;
+        p->cols = cols;
+        /* Before the master came, the size waits for it (on_tty). */
+        if (p->out_fd >= 0 && ioctl(p->out_fd, TIOCSWINSZ, &ws) < 0)
+                return xb_err_code(err, XB_E_PROCESS_FINISHED, errno, NULL, "resize the terminal of process %d: %s",
+                                   p->pid, strerror(errno));
+        return 0;
+}
+
+/* The command's pty master, sent as it started. Nothing (EOF) means it
+ * failed first: its error comes from init. */
+static void
+on_tty(struct xb_io *io, uint32_t events)
+{
+        struct xb_proc *p = io->data;
+        struct xb_msg_hdr h;
+        int fds[XB_MSG_MAXFDS];
+        size_t nfds = 0;
+        ssize_t n = xb_msg_recv(p->tty_sock, &h, sizeof(h), fds, &nfds, true);
+        struct stat st;
+        int m = -1;
+
+        (void)events;
+        if (n == -EAGAIN)
+                return;
+        if (n == (ssize_t)sizeof(h) && h.type == XB_SETUP_PTY && nfds == 1)
+                m = fds[0];
+        else
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
+        close_pipe(&p->tty_io, &p->tty_sock);
+        /* It came from inside the sandbox: it must be a terminal. */
+        if (m >= 0 && (fstat(m, &st) < 0 || !S_ISCHR(st.st_mode) || !isatty(m))) {
+                close(m);
+                m = -1;
+        }
+        if (m >= 0) {
+                struct winsize ws = { .ws_row = p->rows, .ws_col = p->cols };
+
+                ioctl(m, TIOCSWINSZ, &ws);
+                p->out_fd = m;
+                p->in_fd = fcntl(m, F_DUPFD_CLOEXEC, 3);
+                xb_set_nonblock(p->out_fd, true);
+                xb_io_start(p->sbx->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
+                if (p->in_fd >= 0) {
+                        xb_io_start(p->sbx->core->loop, &p->in_io, p->in_fd, 0, on_stdin, p);
+                        pump_stdin(p);
+                }
+        }
+        if (p->exited && p->out_fd < 0 && p->err_fd < 0)
+                finish(p);
 }
 
 int
@@ -250,8 +346,21 @@ xb_proc_signal(struct xb_proc *p, int signo)
 {
         if (p->finished || !p->sbx->sb || p->sbx->state >= XB_SBX_DYING)
                 return -ESRCH;
-        /* The process group: the command and what it started, unless they setsid'd away. */
-        return xb_initc_signal(p->sbx->sb->sock, p->tag, signo, XB_SIG_GROUP);
+        /* The process group: the command and what it started, unless they
+         * setsid'd away; SIGKILL ends the whole tree (init's keeper). */
+        return xb_initc_signal(p->sbx->sb->sock, p->tag, signo,
+                               signo == SIGKILL ? XB_SIG_GROUP | XB_SIG_TREE : XB_SIG_GROUP);
+}
+
+int
+xb_proc_kill_tree(struct xb_proc *p)
+{
+        if (!p->spawned || !p->sbx->sb || p->sbx->state >= XB_SBX_DYING || p->unlinked)
+                return -ESRCH;
+        if (!p->finished)
+                p->killed_by_request = true;
+        /* Also after the command exited: what it left running dies too. */
+        return xb_initc_signal(p->sbx->sb->sock, p->tag, SIGKILL, XB_SIG_TREE);
 }
 
 /* ---- lifecycle ---- */
@@ -336,6 +445,7 @@ finish(struct xb_proc *p)
         close_pipe(&p->out_io, &p->out_fd);
         close_pipe(&p->err_io, &p->err_fd);
         close_pipe(&p->in_io, &p->in_fd);
+        close_pipe(&p->tty_io, &p->tty_sock);
         if (!p->end_ms)
                 p->end_ms = xb_now_ms();
         if (p->sbx->sb)
@@ -395,7 +505,7 @@ proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
         p->cpu_us = cpu_us;
         p->maxrss = maxrss_kb * 1024;   /* the largest process of the tree, from wait4 */
         p->end_ms = xb_now_ms();
-        if (p->out_fd < 0 && p->err_fd < 0)
+        if (p->out_fd < 0 && p->err_fd < 0 && p->tty_sock < 0)
                 finish(p);
         else
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
@@ -444,9 +554,8 @@ static const struct xb_pending_ops proc_pending = {
 void
 xb_proc_forget(struct xb_proc *p)
 {
+        xb_proc_kill_tree(p);
         if (!p->finished) {
-                p->killed_by_request = true;
-                xb_proc_signal(p, SIGKILL);
                 p->background = false;   /* unlink when it ends */
                 p->forgotten = true;
                 return;
@@ -476,7 +585,8 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         struct xb_exec_spec q;
         struct xb_proc *p;
         struct xb_cgroup_stats st = { 0 };
-        bool want_stdin = spec->stdin_len > 0 || spec->keep_stdin;
+        bool want_stdin = !spec->tty && (spec->stdin_len > 0 || spec->keep_stdin);
+        int ttyp[2] = { -1, -1 };
         struct xb_err e = { 0 };
         int r;
 
@@ -499,7 +609,10 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 return NULL;
         }
         p->sbx = x;
-        p->out_fd = p->err_fd = p->in_fd = -1;
+        p->out_fd = p->err_fd = p->in_fd = p->tty_sock = -1;
+        p->tty = spec->tty;
+        p->rows = spec->rows;
+        p->cols = spec->cols;
         p->background = background;
         p->timeout_ms = spec->timeout_ms;
         p->yield_ms = spec->yield_ms;
@@ -512,9 +625,18 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 for (char **a = spec->argv; *a && used < sizeof(p->cmd) - 1; a++)
                         used += (size_t)snprintf(p->cmd + used, sizeof(p->cmd) - used, "%s%s", used ? " " : "", *a);
         }
-        if ((r = xb_sandbox_pipe(outp)) < 0 || (r = xb_sandbox_pipe(errp)) < 0 ||
-            (want_stdin && (r = xb_sandbox_pipe(inp)) < 0)) {
+        if (spec->tty) {
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ttyp) < 0) {
+                        xb_err_set(err, errno, "socketpair");
+                        goto fail;
+                }
+        } else if ((r = xb_sandbox_pipe(outp)) < 0 || (r = xb_sandbox_pipe(errp)) < 0 ||
+                   (want_stdin && (r = xb_sandbox_pipe(inp)) < 0)) {
                 xb_err_set(err, -r, "pipe");
+                goto fail;
+        }
+        if ((spec->tag && !(p->client_tag = strdup(spec->tag))) || (spec->cwd && !(p->cwd = strdup(spec->cwd)))) {
+                xb_err_set(err, ENOMEM, "process");
                 goto fail;
         }
         p->tag = xb_sbx_pending_add(x, &proc_pending, p);
@@ -525,24 +647,35 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         q = (struct xb_exec_spec){
                 .argv = spec->argv, .env = spec->env, .cwd = spec->cwd, .uid = spec->uid, .gid = spec->uid,
                 .std = { inp[0], outp[1], errp[1] },
+                .tty = spec->tty, .tty_sock = ttyp[1], .tty_rows = spec->rows, .tty_cols = spec->cols,
+                .keeper = true,
         };
         r = xb_initc_spawn(x->sb->sock, p->tag, &q, err);
-        close(outp[1]);
-        close(errp[1]);
-        if (inp[0] >= 0)
-                close(inp[0]);
-        outp[1] = errp[1] = inp[0] = -1;
+        xb_closep(&outp[1]);
+        xb_closep(&errp[1]);
+        xb_closep(&inp[0]);
+        xb_closep(&ttyp[1]);
         if (r < 0) {
                 xb_sbx_pending_del(x, p->tag);
                 goto fail;
         }
-        p->out_fd = TAKE_FD(outp[0]);
-        p->err_fd = TAKE_FD(errp[0]);
-        p->in_fd = TAKE_FD(inp[1]);
-        xb_set_nonblock(p->out_fd, true);
-        xb_set_nonblock(p->err_fd, true);
-        xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-        xb_io_start(x->core->loop, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+        if (spec->tty) {
+                p->tty_sock = TAKE_FD(ttyp[0]);
+                xb_set_nonblock(p->tty_sock, true);
+                xb_io_start(x->core->loop, &p->tty_io, p->tty_sock, EPOLLIN, on_tty, p);
+                if (spec->stdin_len)
+                        xb_buf_append(&p->stdin_buf, spec->stdin_data, spec->stdin_len);
+                if (spec->stdin_len && !spec->keep_stdin)
+                        xb_buf_append(&p->stdin_buf, "\x04", 1);
+        } else {
+                p->out_fd = TAKE_FD(outp[0]);
+                p->err_fd = TAKE_FD(errp[0]);
+                p->in_fd = TAKE_FD(inp[1]);
+                xb_set_nonblock(p->out_fd, true);
+                xb_set_nonblock(p->err_fd, true);
+                xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
+                xb_io_start(x->core->loop, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+        }
         if (p->in_fd >= 0) {
                 xb_set_nonblock(p->in_fd, true);
                 xb_io_start(x->core->loop, &p->in_io, p->in_fd, 0, on_stdin, p);
@@ -557,6 +690,8 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         p->start_ms = xb_now_ms();
         if (p->timeout_ms)
                 xb_timer_start(x->core->loop, &p->hard, p->timeout_ms, on_hard, p);
+        p->argv = xb_audit_strv(spec->argv, 4096);
+        p->env = spec->req_env ? json_deep_copy(spec->req_env) : json_object();
         /* What was asked, never the env's values or stdin. */
         p->audit = json_pack("{s:o,s:o,s:s,s:b,s:o}", "argv", xb_audit_strv(spec->argv, 64), "cwd",
                              xb_audit_str(spec->cwd), "user", spec->uid == 0 ? "root" : "user", "background",
@@ -567,6 +702,10 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         x->nprocs++;
         return p;
 fail:
+        xb_closep(&ttyp[0]);
+        xb_closep(&ttyp[1]);
+        free(p->client_tag);
+        free(p->cwd);
         for (int i = 0; i < 2; i++) {
                 if (outp[i] >= 0)
                         close(outp[i]);

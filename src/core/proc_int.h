@@ -17,6 +17,9 @@ struct xb_proc {
         uint32_t tag;                /* its pending tag, for init's events and signals */
         pid_t pid;
         char cmd[256];
+        char *client_tag;            /* the client's name for it, or NULL */
+        char *cwd;                   /* as asked */
+        json_t *argv, *env;          /* as asked: argv, and the request's own env {K: V} */
         bool background;
         bool spawned, exited, finished, forgotten, unlinked;
         int status;
@@ -31,6 +34,12 @@ struct xb_proc {
         struct xb_buf stdin_buf;
         bool stdin_close;            /* close stdin once stdin_buf drains */
         struct xb_timer hard, soft, drain;
+        /* A terminal: the master comes over tty_sock as the command starts,
+         * then stands for stdout (out_fd) and stdin (in_fd, a dup). */
+        bool tty;
+        int tty_sock;
+        struct xb_io tty_io;
+        uint16_t rows, cols;
         struct xb_result result;     /* valid once finished */
         json_t *audit;               /* its exec event so far (argv, cwd, user), logged at the end */
         struct xb_call *exec;        /* the exec call, if any (it counts as a waiter) */

@@ -13,12 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "base/utf8.h"
 #include "core/call.h"
 #include "core/proc_int.h"
 
-enum waiter_kind { W_WAIT, W_READ };
+enum waiter_kind { W_WAIT, W_READ, W_ATTACH };
 
 struct proc_waiter {
         struct proc_waiter *next;
@@ -27,6 +28,7 @@ struct proc_waiter {
         enum waiter_kind kind;
         uint64_t out_off, err_off;
         size_t max;
+        bool b64;                     /* W_ATTACH: data as base64 of the raw bytes */
         struct xb_timer timer;
 };
 
@@ -63,6 +65,11 @@ xb_proc_json(const struct xb_proc *p, bool with_output)
         json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)p->out.total));
         json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)p->err.total));
         json_object_set_new(o, "started_ms_ago", json_integer((json_int_t)(xb_now_ms() - p->start_ms)));
+        /* Only when set: the shape of a plain process stays as it was. */
+        if (p->client_tag)
+                json_object_set_new(o, "tag", json_string(p->client_tag));
+        if (p->tty)
+                json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "cols", p->cols, "rows", p->rows));
         return o;
 }
 
@@ -267,13 +274,82 @@ xb_proc_exec(struct xb_proc *p, struct xb_call *c)
                 xb_timer_start(p->sbx->core->loop, &p->soft, p->yield_ms, on_soft, p);
 }
 
+/* One chunk for an attached stream: {"data", "offset"}. */
+static void
+attach_send(struct xb_call *c, bool b64, const char *name, const char *data, size_t n, uint64_t off)
+{
+        _cleanup_free_ char *enc = NULL;
+        size_t len;
+        json_t *ev;
+
+        if (b64) {
+                if (xb_base64_encode_alloc(data, n, &enc) < 0)
+                        return;
+                len = strlen(enc);
+        } else if (!(enc = xb_utf8_sanitize(data, n, &len)))
+                return;
+        ev = json_pack("{s:s%,s:I}", "data", enc, len, "offset", (json_int_t)off);
+        if (ev)
+                xb_call_event(c, name, ev);
+        json_decref(ev);
+}
+
+static int
+replay(struct proc_waiter *w, const struct xb_outbuf *b, const char *name)
+{
+        _cleanup_free_ char *buf = malloc(65536);
+        uint64_t off = 0;
+
+        if (!buf)
+                return -1;
+        while (off < b->total) {
+                uint64_t start = off;
+                size_t n = xb_outbuf_read(b, off, buf, 65536, &start);
+
+                if (!n)
+                        break;
+                attach_send(w->call, w->b64, name, buf, n, start);
+                off = start + n;
+        }
+        return 0;
+}
+
+void
+xb_proc_attach(struct xb_proc *p, struct xb_call *c, bool from_start, bool b64)
+{
+        struct proc_waiter *w;
+
+        if (!xb_call_wants_events(c)) {
+                xb_call_failf(c, XB_E_INVALID, NULL, "attaching to a process needs a caller that takes a stream");
+                return;
+        }
+        xb_call_begin(c);
+        if (waiter_add(p, c, &(struct proc_waiter){ .kind = W_ATTACH, .b64 = b64 }, 0) < 0) {
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        w = p->waiters;
+        if (from_start && (replay(w, &p->out, "stdout") < 0 || replay(w, &p->err, "stderr") < 0)) {
+                waiter_drop(w);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        if (p->finished)
+                waiter_done(w, xb_result_json(&p->result, p->pid));
+}
+
 void
 proc_output(struct xb_proc *p, const char *name, const char *data, size_t n)
 {
         size_t clean_len;
         _cleanup_free_ char *clean = NULL;
         json_t *ev;
+        const struct xb_outbuf *b = !strcmp(name, "stdout") ? &p->out : &p->err;
 
+        /* The chunk is in the buffer already: it began at total - n. */
+        for (struct proc_waiter *w = p->waiters; w; w = w->next)
+                if (w->kind == W_ATTACH)
+                        attach_send(w->call, w->b64, name, data, n, b->total - n);
         if (!p->exec || !xb_call_wants_events(p->exec))
                 return;
         clean = xb_utf8_sanitize(data, n, &clean_len);
@@ -302,7 +378,7 @@ proc_answer_finished(struct xb_proc *p)
                 xb_call_done(c, xb_result_json(&p->result, p->pid));
 again:
         for (struct proc_waiter *w = p->waiters; w; w = w->next)
-                if (w->kind == W_WAIT) {
+                if (w->kind == W_WAIT || w->kind == W_ATTACH) {
                         waiter_done(w, xb_result_json(&p->result, p->pid));
                         goto again;
                 }

@@ -201,6 +201,7 @@ pending_event(struct xb_sbx *x, const struct xb_init_event *ev, int *fds, size_t
                         ops->error(ctx, ev->errnum, ev->stage);
                 break;
         case XB_IEV_FILE:
+        case XB_IEV_WATCH:    /* a watch's events reach its file callback */
                 if (ops->file) {
                         ops->file(ctx, ev, fds, nfds);
                         nfds = 0;
@@ -344,12 +345,15 @@ on_init_msg(struct xb_io *io, uint32_t events)
                         continue;
                 switch (ev.kind) {
                 case XB_IEV_READY:
-                        if (x->state == XB_SBX_STARTING)
+                        if (x->state == XB_SBX_STARTING) {
                                 x->state = XB_SBX_READY;
+                                xb__sbx_network_ready(x);
+                        }
                         xb__sbx_start_timed(x);
                         break;
                 case XB_IEV_SPAWNED:
                 case XB_IEV_EXITED:
+                case XB_IEV_WATCH:    /* queued before init saw its unwatch */
                         unowned(x, &ev);
                         break;
                 case XB_IEV_ERROR:
@@ -414,6 +418,8 @@ xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why)
         xb_timer_stop(&x->expiry);
         unregister(x);
         pending_died(x);
+        xb_net_free(x->net);
+        x->net = NULL;
         xb_io_stop(&x->sock_io);
         /* Init's death takes the pid namespace down; the pidfd says when. */
         xb_sandbox_kill(x->sb);
@@ -436,7 +442,7 @@ struct xb_sbx *
 xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
               struct xb_err *err)
 {
-        struct xb_sandbox_config cfg = { .limits = *l, .binds = binds, .nbinds = nbinds };
+        struct xb_sandbox_config cfg = { .limits = *l, .binds = binds, .nbinds = nbinds, .network = s->net != NULL };
         struct xb_sbx *x = calloc(1, sizeof(*x));
 
         if (!x) {
@@ -453,9 +459,16 @@ xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind
         x->state = XB_SBX_STARTING;
         memcpy(x->id, x->sb->id, sizeof(x->id));
         x->created_ms = xb_now_ms();
+        if (s->net && !(x->net = xb_net_new(s->net, x->id))) {
+                xb_sandbox_destroy(x->sb);
+                free(x);
+                xb_err_set(err, ENOMEM, "sandbox network");
+                return NULL;
+        }
         if (xb_io_start(s->loop, &x->sock_io, x->sb->sock, EPOLLIN, on_init_msg, x) < 0 ||
             xb_io_start(s->loop, &x->pidfd_io, x->sb->pidfd, EPOLLIN, on_pidfd, x) < 0) {
                 xb_io_stop(&x->sock_io);
+                xb_net_free(x->net);
                 xb_sandbox_destroy(x->sb);
                 free(x);
                 xb_err_set(err, errno, "watch the sandbox");

@@ -336,19 +336,24 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
         }
         argv[n] = NULL;
         {
-                size_t nx = 0;
+                const char *const *net = xb_sbx_net_env(x);
+                size_t nx = 0, nn = 0;
                 const char **all;
 
+                for (; net && net[nn]; nn++)
+                        ;
                 for (char **e = x->env; e && *e; e++)
                         nx++;
-                all = calloc(nx + 4, sizeof(*all));
+                all = calloc(nn + nx + 4, sizeof(*all));
                 if (!all)
                         return xb_err_set(err, ENOMEM, "session");
+                for (size_t i = 0; i < nn; i++)
+                        all[i] = net[i];
                 for (size_t i = 0; i < nx; i++)
-                        all[i] = x->env[i];
+                        all[nn + i] = x->env[i];
                 for (size_t i = 0; i < 3; i++)
-                        all[nx + i] = extra[i];
-                r = xb_env_build("/home/user", XB_USER_UID, all, nx + 3, &env, err);
+                        all[nn + nx + i] = extra[i];
+                r = xb_env_build("/home/user", XB_USER_UID, all, nn + nx + 3, &env, err);
                 free(all);
                 if (r < 0)
                         return r;

@@ -3,6 +3,7 @@
  * sandbox and removes its cgroups before exiting. */
 #define _GNU_SOURCE
 #include "daemon/daemon.h"
+#include "net/sources.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,8 @@
 #include "mcp/mcp.h"
 #include "daemon/notify.h"
 #include "daemon/tokens.h"
+#include "e2b/e2b.h"
+#include "transport/sign.h"
 
 /* Piston's and Judge0's APIs (src/judge): not execbox's own, so not in
  * its OpenAPI document; their routes carry the engine as their data. */
@@ -147,6 +150,7 @@ routes_of(struct xb_mcp *mcp, struct xb_route *out, size_t cap)
                 { xb_api_routes_files, xb_api_nroutes_files, false },
                 { xb_api_routes_sessions, xb_api_nroutes_sessions, false },
                 { xb_api_routes_events, xb_api_nroutes_events, false },
+                { xb_api_routes_ports, xb_api_nroutes_ports, false },
                 { xb_api_routes_plugin, xb_api_nroutes_plugin, false },
                 { xb_api_routes_mcp, xb_api_nroutes_mcp, true },
         };
@@ -173,7 +177,7 @@ xb_server_routes(struct xb_route *out, size_t cap)
 int
 xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
 {
-        static struct xb_route routes[128];
+        static struct xb_route routes[192];
         static const char *const fixtures[] = { XB_FIXTURES_PLUGIN, NULL };
         struct xb_server *s = calloc(1, sizeof(*s));
         struct xb_core_opts co = { 0 };
@@ -216,10 +220,33 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .cgroup_prefix = s->o.cgroup_prefix,
                                     .upload_max = s->o.upload_max,
-                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
-        if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
-                xb_error("%s", err.msg);
-                goto fail;
+                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
+                                    .sign = xb_sign };
+        {
+                /* Egress: without --package-source, the host's own apt sources
+                 * and npm registry, read now (never written anywhere). */
+                char **host_src = NULL;
+                size_t nhost = 0;
+                int r;
+
+                if (!s->o.npackage_sources)
+                        xb_net_host_sources("/etc/apt", &host_src, &nhost);
+                co.network = true;
+                co.net = (struct xb_netsys_opts){
+                        .max = s->o.network_max, .deny = s->o.network_deny, .ndeny = s->o.nnetwork_deny,
+                        .sources = s->o.npackage_sources ? s->o.package_sources : (const char *const *)host_src,
+                        .nsources = s->o.npackage_sources ? s->o.npackage_sources : nhost,
+                        .npm_registry = !s->o.npackage_sources, .dns_server = s->o.dns_server,
+                        .conns_max = s->o.network_conns, .rate = s->o.network_rate,
+                };
+                r = xb_core_open(&co, s->loop, &s->core, &err);
+                for (size_t i = 0; i < nhost; i++)
+                        free(host_src[i]);
+                free(host_src);
+                if (r < 0) {
+                        xb_error("%s", err.msg);
+                        goto fail;
+                }
         }
         if (tenant_metrics(s) < 0) {
                 xb_error("out of memory");
@@ -244,10 +271,27 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         }
         nroutes = routes_of(s->mcp, routes, sizeof(routes) / sizeof(routes[0]));
         s->rest = (struct xb_rest){ .core = s->core, .no_auth = s->o.no_auth, .require_guide = s->o.require_guide,
-                                    .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes };
+                                    .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes,
+                                    .sandbox_domain = s->o.sandbox_domain };
         for (size_t i = 0; i < xb_judge_nroutes && nroutes < sizeof(routes) / sizeof(routes[0]); i++) {
                 routes[nroutes] = xb_judge_routes[i];
                 routes[nroutes++].data = s->core;
+        }
+        s->e2b = xb_e2b_new(s->core, s->o.sandbox_domain);
+        if (!s->e2b) {
+                xb_error("out of memory");
+                goto fail;
+        }
+        {
+                size_t n;
+                const struct xb_route *er = xb_e2b_routes(s->e2b, &n);
+
+                if (nroutes + n > sizeof(routes) / sizeof(routes[0])) {
+                        xb_error("the route table is too small for every adapter's routes");
+                        goto fail;
+                }
+                for (size_t i = 0; i < n; i++)
+                        routes[nroutes++] = er[i];
         }
         ho = (struct xb_http_opts){
                 .listen = s->o.listen, .body_max = s->o.body_max, .upload_max = s->o.upload_max,
@@ -258,6 +302,16 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
                 .access_log = s->o.access_log,
         };
+        /* Host routes (transport/http.h), in order: an adapter that takes
+         * some hosts or headers of its own goes before the published
+         * ports' catch-all for {port}-{id}.DOMAIN. */
+        /* E2B's envd and code interpreter, by its headers or Host. */
+        s->host_routes[s->nhost_routes++] = xb_e2b_host_route(s->e2b);
+        if (s->o.sandbox_domain)
+                s->host_routes[s->nhost_routes++] =
+                        (struct xb_host_route){ xb_api_ports_host, (void *)s->o.sandbox_domain };
+        ho.host_routes = s->host_routes;
+        ho.nhost_routes = s->nhost_routes;
         /* execbox mcp over stdio has no HTTP front at all. */
         if (s->o.listen && xb_http_start(s->loop, &ho, routes, nroutes, &s->http, &err) < 0) {
                 xb_error("%s", err.msg);
@@ -296,6 +350,8 @@ xb_server_close(struct xb_server *s)
                 xb_http_stop(s->http);
         xb_mcp_free(s->mcp);
         s->mcp = NULL;
+        xb_e2b_free(s->e2b);
+        s->e2b = NULL;
         xb_core_close(s->core);
         if (s->sigfd >= 0)
                 close(s->sigfd);

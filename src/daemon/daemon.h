@@ -36,9 +36,18 @@ struct xb_server_opts {
         const char *const *allow_origins;   /* --allow-origin: CORS for browsers on these */
         size_t nallow_origins;
         const char *public_url;       /* --public-url: absolute, signed image links */
+        const char *sandbox_domain;   /* --sandbox-domain: ports at {port}-{id}.DOMAIN */
         bool access_log;              /* one line per HTTP request on stderr */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        enum xb_netmode network_max;  /* --network-max: the most a sandbox may ask for */
+        const char *const *network_deny;   /* --network-deny: refused whatever a policy says */
+        size_t nnetwork_deny;
+        const char *const *package_sources;   /* --package-source; none: the host's apt and npm */
+        size_t npackage_sources;
+        const char *dns_server;       /* --dns-server: the resolver egress asks (default: the host's) */
+        unsigned network_conns;       /* --network-connections per sandbox */
+        uint64_t network_rate;        /* --network-rate: bytes per second per sandbox; 0 unbounded */
 };
 
 struct xb_server {
@@ -47,7 +56,10 @@ struct xb_server {
         struct xb_loop *loop;
         struct xb_http *http;
         struct xb_rest rest;          /* the REST and plugin routes' context */
+        struct xb_host_route host_routes[4];   /* Host-based routing (transport/http.h) */
+        size_t nhost_routes;
         struct xb_mcp *mcp;           /* the MCP core (mcp.h), for /mcp and stdio */
+        struct xb_e2b *e2b;           /* the E2B adapter (e2b.h): its routes' data */
         char **tokens;
         size_t ntokens;
         bool *token_admin;            /* per token (daemon/tokens.h) */

@@ -58,6 +58,12 @@ handle(const uint8_t *buf, size_t len, int *fds, size_t nfds)
         case XB_REQ_FILE:
                 xb_init_file(&r, fds, nfds);
                 return;
+        case XB_REQ_WATCH:
+                xb_init_watch(&r);
+                break;
+        case XB_REQ_UNWATCH:
+                xb_init_unwatch(&r);
+                break;
         default:
                 xb_init_error(r.tag, ENOSYS, "unknown request");
                 break;
@@ -90,7 +96,9 @@ main(int argc, char **argv)
 {
         uint8_t buf[64];
         struct xb_msgw w;
-        struct pollfd pfd[2];
+        struct pollfd pfd[2 + XB_WATCHES_MAX];
+        int widx[XB_WATCHES_MAX];
+        size_t nw;
         sigset_t mask;
         int sfd;
 
@@ -117,7 +125,8 @@ main(int argc, char **argv)
         pfd[0] = (struct pollfd){ .fd = XB_INIT_SOCK, .events = POLLIN };
         pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
         for (;;) {
-                if (poll(pfd, 2, -1) < 0) {
+                nw = xb_init_watch_fds(pfd + 2, XB_WATCHES_MAX, widx);
+                if (poll(pfd, 2 + nw, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return 72;
@@ -141,5 +150,9 @@ main(int argc, char **argv)
                         else if (n > 0)
                                 handle(rxbuf, (size_t)n, fds, nfds);
                 }
+                /* After requests: an unwatch may have freed a watch polled here. */
+                for (size_t i = 0; i < nw; i++)
+                        if (pfd[2 + i].revents & POLLIN)
+                                xb_init_watch_read(widx[i]);
         }
 }

@@ -10,7 +10,8 @@
  * command or its process group, FILE does a file operation as the sandbox
  * user (init_files.c). SIGCHLD comes through a signalfd; init reaps
  * every zombie in the namespace and reports the exit of the commands it
- * spawned. A one-shot run's command may already be running when init
+ * spawned (through their keepers, init_spawn.c). WATCH adds an inotify
+ * watch whose fd joins the poll set (init_watch.c). A one-shot run's command may already be running when init
  * starts: the setup child forked it (argv "--first=PID:TAG:LAST") and init
  * adopts it. When the socket closes, init exits and the kernel kills the rest
  * of the pid namespace. */
@@ -25,7 +26,8 @@
 #define XB_INIT_MAX_CHILDREN 1024
 
 struct xb_init_child {
-        pid_t pid;
+        pid_t pid;            /* the command */
+        pid_t keeper;         /* its keeper (init_spawn.c), or 0: init reaps the command itself */
         uint32_t tag;
         int last;             /* XB_SPAWN_LAST: init exits after reporting it */
 };
@@ -42,6 +44,15 @@ void xb_init_reap(void);
 /* Track a child init did not fork itself: a one-shot run's command, which
  * the setup child started before exec'ing init (argv --first). */
 void xb_init_adopt(pid_t pid, uint32_t tag, bool last);
+
+/* init_watch.c: directory watches. */
+struct pollfd;
+void xb_init_watch(const struct xb_msgr *r);
+void xb_init_unwatch(const struct xb_msgr *r);
+/* Fill pfd with the watches' inotify fds (idx: which watch each is). */
+size_t xb_init_watch_fds(struct pollfd *pfd, size_t max, int *idx);
+/* Read and forward watch idx's events. */
+void xb_init_watch_read(int idx);
 
 /* init_files.c: one XB_REQ_FILE, answered with XB_EV_FILE; closes fds. */
 void xb_init_file(const struct xb_msgr *r, int *fds, size_t nfds);

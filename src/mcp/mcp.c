@@ -246,6 +246,7 @@ client_free(struct xb_mcp_client *c)
                 free(s);
         }
         mcp_plugins_client_free(c);
+        mcp_watch_free_all(c);
         json_decref(c->subs);
         json_decref(c->caps);
         free(c->sandbox);

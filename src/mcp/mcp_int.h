@@ -46,6 +46,7 @@ struct xb_mcp_client {
         unsigned ncode;
         struct xb_edit_hist edits;    /* edit_file's undo history */
         json_t *subs;                 /* legacy resources/subscribe: URIs */
+        struct mcp_watch *watches;    /* their directory watches (mcp_watch.c) */
         uint64_t idle_ms, last_ms;
         struct xb_timer idle;
         struct xb_timer pause;        /* o.pause_ms after the last request */
@@ -194,6 +195,16 @@ json_t *mcp_resource_templates(struct xb_mcp *m);
 /* A tool changed a file: notifications/resources/updated to a legacy
  * context subscribed to it. */
 void mcp_resource_changed(struct xb_mcp_call *call, const char *path);
+/* resources/subscribe (sub) or unsubscribe of uri: its watch (mcp_watch.c). */
+void mcp_resource_subscribe(struct xb_mcp_call *call, const char *uri, bool sub);
+
+/* ---- mcp_watch.c: subscriptions see every change ---- */
+struct mcp_watch;
+/* Start (sub) or stop the watch of a subscribed file:/// URI naming path. */
+void mcp_watch_subscribe(struct xb_mcp_call *call, const char *uri, const char *path, bool sub);
+/* Whether a watch reports uri's changes (so a tool's change is not told twice). */
+bool mcp_watch_active(struct xb_mcp_client *c, const char *uri);
+void mcp_watch_free_all(struct xb_mcp_client *c);
 
 /* ---- mcp_plugin.c: plug-ins ---- */
 

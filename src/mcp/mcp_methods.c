@@ -206,6 +206,7 @@ m_subscribe(struct xb_mcp_call *call)
                 json_array_append_new(c->subs, json_string(uri));
         else if (!sub && i < json_array_size(c->subs))
                 json_array_remove(c->subs, i);
+        mcp_resource_subscribe(call, uri, sub);
         mcp_result(call, json_object());
 }
 

@@ -228,6 +228,14 @@ mcp_resources_read(struct xb_mcp_call *call, const char *uri)
 }
 
 void
+mcp_resource_subscribe(struct xb_mcp_call *call, const char *uri, bool sub)
+{
+        _cleanup_free_ char *path = uri_path(uri);
+
+        mcp_watch_subscribe(call, uri, path, sub);
+}
+
+void
 mcp_resource_changed(struct xb_mcp_call *call, const char *path)
 {
         struct xb_mcp_client *c = call->c;
@@ -239,6 +247,8 @@ mcp_resource_changed(struct xb_mcp_call *call, const char *path)
         if (!json_array_size(c->subs) || !c->ops || !c->ops->notify || !path || !call->sandbox || !c->sandbox ||
             strcmp(call->sandbox, c->sandbox) || !(uri = file_uri(path)))
                 return;
+        if (mcp_watch_active(c, uri))
+                return;   /* the watch tells it */
         json_array_foreach(c->subs, i, v)
                 if (!strcmp(json_string_value(v) ?: "", uri)) {
                         json_t *n = json_pack("{s:s,s:s,s:{s:s}}", "jsonrpc", "2.0", "method",

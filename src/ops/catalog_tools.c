@@ -39,11 +39,38 @@ struct xb_tool xb_catalog_tools[] = {
                         "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes that each of "
                         "/home/user and /tmp can hold. null: the server's default.\"}",
                         "\"memory\", \"cpus\", \"pids\", \"disk\"") ", {\"type\": \"null\"}], "
-                "\"description\": \"Resource limits. null: the server's defaults.\"}",
-                "\"timeout_s\", \"env\", \"limits\""),
+                "\"description\": \"Resource limits. null: the server's defaults.\"}, "
+                "\"network\": " J_NETWORK_ARG,
+                "\"timeout_s\", \"env\", \"limits\", \"network\""),
         .output_json = J_SANDBOX,
         .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
         .rest = { "POST", "/v1/sandboxes", XB_REPLY_JSON, 201, { ENV_BODY } },
+},
+{
+        .name = "sandbox_network",
+        .op = "sandbox_network",
+        .title = "Read or change a sandbox's network",
+        .description =
+                "Show what the sandbox may reach on the network, or change it. With mode null it only reads: the "
+                "mode (none: no network; packages: only the package mirrors; allowlist: the allow list minus the "
+                "deny list; open: the public internet), the rules, the server's ceiling and the log's totals. "
+                "Private, loopback and cloud-metadata addresses are refused in every mode. Inside, programs reach "
+                "the network through the proxy in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (curl, pip, npm, apt, git "
+                "and wget use it); raw sockets, UDP other than DNS, and ping do not work. A change applies to the "
+                "next connection. Widen the network only when the user asked for it or agreed to it.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"mode\": {\"type\": [\"string\", \"null\"], \"enum\": [\"none\", \"packages\", \"allowlist\", "
+                "\"open\", null], \"description\": \"The new mode. null: only read.\"}, "
+                "\"allow\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, \"description\": "
+                "\"For allowlist: domains (example.com), wildcards (*.example.com, its subdomains) and CIDRs "
+                "(203.0.113.0/24).\"}, "
+                "\"deny\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, \"description\": "
+                "\"For allowlist: rules that win over allow.\"}",
+                "\"sandbox_id\", \"mode\", \"allow\", \"deny\""),
+        .output_json = J_NETWORK,
+        .read_only = false, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "PATCH", "/v1/sandboxes/{id}/network", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
 },
 {
         .name = "sandbox_list",
@@ -297,6 +324,40 @@ struct xb_tool xb_catalog_tools[] = {
                 "\"signal\"]}",
         .read_only = false, .destructive = true, .idempotent = true, .open_world = false,
         .rest = { "POST", "/v1/sandboxes/{id}/processes/{pid}/signal", XB_REPLY_JSON, 200, { SANDBOX_PATH, PID_PATH } },
+},
+{
+        .name = "sandbox_ports",
+        .op = "sandbox_ports",
+        .title = "List or share a sandbox's servers",
+        .description = "Servers you start in the sandbox (a web app, a notebook, python3 -m http.server 8080) are "
+                "reachable from outside through the execbox server, at /v1/sandboxes/{id}/ports/{port}/ with the "
+                "API token. action list (the default) shows which ports listen, each with its url. action share "
+                "makes a link to one port that works without a token until ttl_s seconds pass (default 3600; its "
+                "url, or its path on the execbox server where no url is given): give it to the user to open "
+                "the server in a browser. Start the server in the background with "
+                "process_start, listening on 0.0.0.0 or 127.0.0.1.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"action\": {\"type\": [\"string\", \"null\"], \"enum\": [\"list\", \"share\", null], "
+                "\"description\": \"list what listens, or share one port. null: list.\"}, "
+                "\"port\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"maximum\": 65535, "
+                "\"description\": \"share: the port the server listens on.\"}, "
+                "\"ttl_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"maximum\": 604800, "
+                "\"description\": \"share: how long the link works, in seconds. null: 3600.\"}",
+                "\"sandbox_id\", \"action\", \"port\", \"ttl_s\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"string\"}, "
+                "\"ports\": {\"type\": \"array\", \"description\": \"list: what listens.\", \"items\": "
+                "{\"type\": \"object\", \"properties\": {\"port\": {\"type\": \"integer\"}, \"address\": "
+                "{\"type\": \"string\"}, \"url\": {\"type\": \"string\"}}, \"required\": [\"port\", "
+                "\"address\"]}}, "
+                "\"port\": {\"type\": \"integer\", \"description\": \"share: the port.\"}, "
+                "\"url\": {\"type\": \"string\", \"description\": \"share: the link, usable without a token.\"}, "
+                "\"path\": {\"type\": \"string\", \"description\": \"share: the link's path on this server.\"}, "
+                "\"token\": {\"type\": \"string\"}, "
+                "\"expires_at\": {\"type\": \"integer\", \"description\": \"share: Unix seconds.\"}, "
+                "\"ttl_s\": {\"type\": \"integer\"}}, \"required\": [\"id\"]}",
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/ports", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
 },
 {
         .name = "get_guide",

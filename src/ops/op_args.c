@@ -31,6 +31,14 @@ xb_op_process(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
 
         if (!x)
                 return NULL;
+        /* No pid: the process the client tagged (E2B's Connect by tag). */
+        if ((!v || json_is_null(v)) && json_is_string(json_object_get(args, "tag"))) {
+                s = json_string_value(json_object_get(args, "tag"));
+                if (!(p = xb_proc_find_tag(x, s)))
+                        xb_call_failf(c, XB_E_PROCESS_NOT_FOUND, NULL, "no process tagged `%.64s` in sandbox %s", s,
+                                      x->id);
+                return p;
+        }
         if (json_is_string(v)) {
                 char *end;
 

@@ -20,5 +20,8 @@ struct xb_proc *xb_op_process(struct xb_core *core, int tenant, json_t *args, st
 /* args without the path's keys (NULL-terminated): a new object sharing
  * its values, so field checks see only the body. NULL when out of memory. */
 json_t *xb_op_body(json_t *args, const char *const *path);
+struct xb_netpol;
+/* A `network` value (net/policy.h's grammar); err's ecode XB_E_INVALID_NETWORK. */
+int xb_op_network_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err);
 /* A variable name such as df or results.mean (letters, digits, _ and .). */
 bool xb_op_identifier(const char *s);

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/cleanup.h"
 #include "core/core.h"
 #include "ops/jsonv.h"
@@ -44,6 +45,7 @@ struct cmd_spec {
         char **req_env;              /* "K=V" from the arguments */
         size_t nreq_env;
         char **env;                  /* merged */
+        json_t *env_obj;             /* the request's own, for listing */
 };
 
 static void
@@ -52,6 +54,33 @@ cmd_spec_free(struct cmd_spec *c)
         free(c->argv_view);
         xb_strv_free(c->req_env);
         xb_strv_free(c->env);
+        json_decref(c->env_obj);
+}
+
+/* `pty`: {"cols", "rows"}, each 1..4096 (absent: 80x24). */
+static int
+parse_pty(json_t *body, struct xb_proc_spec *spec, struct xb_err *err)
+{
+        static const char *const fields[] = { "cols", "rows", NULL };
+        json_t *v = json_object_get(body, "pty");
+        uint64_t cols = 80, rows = 24;
+        int r;
+
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_object(v))
+                return xb_err_msg(err, EINVAL, "`pty` must be an object such as {\"cols\": 80, \"rows\": 24}");
+        if ((r = xb_jsonv_fields(v, fields, err)) < 0 || (r = xb_jsonv_uint(v, "cols", 1, 4096, &cols, err)) < 0 ||
+            (r = xb_jsonv_uint(v, "rows", 1, 4096, &rows, err)) < 0) {
+                size_t n = strlen(err->msg);
+
+                snprintf(err->msg + n, sizeof(err->msg) - n, " (in `pty`)");
+                return r;
+        }
+        spec->tty = true;
+        spec->cols = (uint16_t)cols;
+        spec->rows = (uint16_t)rows;
+        return 0;
 }
 
 static const char *
@@ -65,7 +94,7 @@ shell_path(void)
 static int
 parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, struct xb_err *err)
 {
-        const char *cmd = NULL, *cwd = NULL, *user = NULL, *stdin_s = NULL;
+        const char *cmd = NULL, *cwd = NULL, *user = NULL, *stdin_s = NULL, *tag = NULL;
         uint64_t timeout = background ? 0 : EXEC_TIMEOUT_DEFAULT_MS, yield = 0;
         uint64_t out_limit = background ? PROC_OUTPUT_DEFAULT : EXEC_OUTPUT_DEFAULT;
         size_t nargv = 0;
@@ -79,8 +108,14 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
             (r = xb_jsonv_seconds(body, "timeout_s", 0, 86400, &timeout, err)) < 0 ||
             (r = xb_jsonv_seconds(body, "yield_after_s", 0.01, 86400, &yield, err)) < 0 ||
             (r = xb_jsonv_uint(body, "output_limit", XB_OUTPUT_MIN, XB_OUTPUT_MAX, &out_limit, err)) < 0 ||
-            (r = xb_jsonv_env(body, "env", &c->req_env, &c->nreq_env, err)) < 0)
+            (r = xb_jsonv_env(body, "env", &c->req_env, &c->nreq_env, err)) < 0 ||
+            (r = xb_jsonv_str(body, "tag", 256, &tag, err)) < 0 || (r = parse_pty(body, &c->spec, err)) < 0)
                 return r;
+        if (tag && !*tag)
+                return xb_err_msg(err, EINVAL, "`tag` must not be empty");
+        c->spec.tag = tag;
+        if (json_is_object(json_object_get(body, "env")))
+                c->spec.req_env = c->env_obj = json_deep_copy(json_object_get(body, "env"));
         if (!!cmd == !!c->argv_view)
                 return xb_err_msg(err, EINVAL, "give exactly one of `cmd` (a shell command line) or `argv` "
                                   "(a program and its arguments)");
@@ -99,20 +134,26 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
                 c->spec.argv = (char **)c->argv_view;
         /* Sandbox env, then the request's; both on top of the allowlist. */
         {
-                size_t nx = 0;
+                const char *const *net = xb_sbx_net_env(x);
+                size_t nx = 0, nn = 0;
                 const char **all;
 
+                /* The proxy's address first: the sandbox's env and the request's may override it. */
+                for (; net && net[nn]; nn++)
+                        ;
                 for (char **e = x->env; e && *e; e++)
                         nx++;
-                all = calloc(nx + c->nreq_env + 1, sizeof(*all));
+                all = calloc(nn + nx + c->nreq_env + 1, sizeof(*all));
                 if (!all)
                         return xb_err_set(err, ENOMEM, "env");
+                for (size_t i = 0; i < nn; i++)
+                        all[i] = net[i];
                 for (size_t i = 0; i < nx; i++)
-                        all[i] = x->env[i];
+                        all[nn + i] = x->env[i];
                 for (size_t i = 0; i < c->nreq_env; i++)
-                        all[nx + i] = c->req_env[i];
-                r = xb_env_build("/home/user", user && !strcmp(user, "root") ? 0 : XB_USER_UID, all, nx + c->nreq_env,
-                                 &c->env, err);
+                        all[nn + nx + i] = c->req_env[i];
+                r = xb_env_build("/home/user", user && !strcmp(user, "root") ? 0 : XB_USER_UID, all,
+                                 nn + nx + c->nreq_env, &c->env, err);
                 free(all);
                 if (r < 0)
                         return r;
@@ -134,9 +175,9 @@ static struct xb_proc *
 start_cmd(struct xb_core *s, int tenant, json_t *args, struct xb_call *c, bool background)
 {
         static const char *const exec_fields[] = { "cmd", "argv", "cwd", "env", "stdin", "timeout_s", "output_limit",
-                                                   "yield_after_s", "user", NULL };
+                                                   "yield_after_s", "user", "pty", NULL };
         static const char *const start_fields[] = { "cmd", "argv", "cwd", "env", "stdin", "timeout_s", "output_limit",
-                                                    "user", NULL };
+                                                    "user", "pty", "tag", NULL };
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct cmd_spec cs = { 0 };
@@ -190,9 +231,12 @@ static void
 op_list(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
+        json_t *d = json_object_get(args, "detail");
 
         if (x)
-                xb_call_done(c, json_pack("{s:o}", "processes", xb_proc_list_json(x)));
+                xb_call_done(c, json_pack("{s:o}", "processes",
+                                          xb_proc_list_json(x, json_is_true(d) || (json_is_string(d) &&
+                                                                                  !strcmp(json_string_value(d), "true")))));
 }
 
 static void
@@ -277,21 +321,38 @@ proc_body(json_t *args, struct xb_call *c)
 static void
 op_input(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "data", "eof", NULL };
+        static const char *const fields[] = { "data", "eof", "encoding", NULL };
         struct xb_proc *p = xb_op_process(s, tenant, args, c);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
+        _cleanup_free_ void *raw = NULL;
         struct xb_err err = { 0 };
-        const char *data = "";
+        const char *data = "", *enc = "utf-8";
+        size_t len;
         bool eof = false;
 
         if (!p || !(body = proc_body(args, c)))
                 return;
         if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_str(body, "data", STDIN_MAX, &data, &err) < 0 ||
-            xb_jsonv_bool(body, "eof", &eof, &err) < 0) {
+            xb_jsonv_bool(body, "eof", &eof, &err) < 0 || xb_jsonv_str(body, "encoding", 16, &enc, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID_STDIN);
                 return;
         }
-        if (xb_proc_write_stdin(p, data, strlen(data), eof, &err) < 0) {
+        len = strlen(data);
+        if (strcmp(enc, "utf-8") && strcmp(enc, "base64")) {
+                xb_err_msg(&err, EINVAL, "`encoding` must be \"utf-8\" or \"base64\"");
+                fail_invalid(c, &err, XB_E_INVALID_STDIN);
+                return;
+        }
+        /* Raw bytes (a terminal's keys, binary input) come as base64. */
+        if (!strcmp(enc, "base64")) {
+                if (xb_base64_decode_alloc(data, len, len, 0, &raw, &len) < 0) {
+                        xb_err_msg(&err, EINVAL, "`data` is not valid base64");
+                        fail_invalid(c, &err, XB_E_INVALID_STDIN);
+                        return;
+                }
+                data = (const char *)raw;
+        }
+        if (xb_proc_write_stdin(p, data, len, eof, &err) < 0) {
                 xb_call_fail(c, &err);
                 return;
         }
@@ -368,6 +429,60 @@ op_wait(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         xb_proc_wait(p, c, t);
 }
 
+static void
+op_resize(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
+{
+        static const char *const fields[] = { "cols", "rows", NULL };
+        struct xb_proc *p = xb_op_process(s, tenant, args, c);
+        _cleanup_(xb_json_decrefp) json_t *body = NULL;
+        struct xb_err err = { 0 };
+        uint64_t cols = 0, rows = 0;
+
+        if (!p || !(body = proc_body(args, c)))
+                return;
+        if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_uint(body, "cols", 1, 4096, &cols, &err) < 0 ||
+            xb_jsonv_uint(body, "rows", 1, 4096, &rows, &err) < 0) {
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        if (!cols || !rows) {
+                xb_err_msg(&err, EINVAL, "give both `cols` and `rows`, e.g. {\"cols\": 120, \"rows\": 40}");
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        if (xb_proc_resize(p, (uint16_t)rows, (uint16_t)cols, &err) < 0) {
+                xb_call_fail(c, &err);
+                return;
+        }
+        xb_call_done(c, json_pack("{s:b,s:I,s:I}", "ok", 1, "cols", (json_int_t)cols, "rows", (json_int_t)rows));
+}
+
+/* Stream a process's output from now on (or from the start), then its
+ * result; see xb_proc_attach. */
+static void
+op_attach(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
+{
+        static const char *const fields[] = { "from", "encoding", "tag", NULL };
+        struct xb_proc *p = xb_op_process(s, tenant, args, c);
+        _cleanup_(xb_json_decrefp) json_t *body = NULL;
+        struct xb_err err = { 0 };
+        const char *from = "start", *enc = "base64";
+
+        if (!p || !(body = proc_body(args, c)))
+                return;
+        if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_str(body, "from", 16, &from, &err) < 0 ||
+            xb_jsonv_str(body, "encoding", 16, &enc, &err) < 0) {
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        if ((strcmp(from, "start") && strcmp(from, "now")) || (strcmp(enc, "base64") && strcmp(enc, "utf-8"))) {
+                xb_err_msg(&err, EINVAL, "`from` must be \"start\" or \"now\", `encoding` \"base64\" or \"utf-8\"");
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        xb_proc_attach(p, c, !strcmp(from, "start"), !strcmp(enc, "base64"));
+}
+
 const struct xb_op xb_ops_proc[] = {
         { "run_command", op_exec },
         { "process_start", op_start },
@@ -378,5 +493,7 @@ const struct xb_op xb_ops_proc[] = {
         { "process_input", op_input },
         { "process_kill", op_kill },
         { "wait_process", op_wait },
+        { "process_resize", op_resize },
+        { "process_attach", op_attach },
         { NULL, NULL },
 };

@@ -92,7 +92,8 @@ parse_mounts(json_t *body, struct xb_bind *binds, size_t *n, struct xb_err *err)
 static void
 op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", NULL };
+        static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template",
+                                              "network", NULL };
         struct xb_err err = { 0 };
         struct xb_limits l;
         struct xb_bind binds[MOUNTS_MAX];
@@ -100,8 +101,9 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         char **env = NULL;
         uint64_t ttl = XB_TTL_DEFAULT_MS;
         const char *tmpl = NULL;
-        json_t *meta;
+        json_t *meta, *net;
         struct xb_sbx *x;
+        struct xb_netpol *pol = NULL;
 
         if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0 ||
             parse_mounts(args, binds, &nbinds, &err) < 0 ||
@@ -133,11 +135,24 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                         return;
                 }
         }
-        /* The sandbox takes env. */
-        if (xb_sbx_create(s, tenant, &l, binds, nbinds, env, json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
+        net = json_object_get(args, "network");
+        if (net && !json_is_null(net) &&
+            (xb_op_network_parse(net, &pol, &err) < 0 || xb_core_network_check(s, pol, &err) < 0)) {
+                xb_netpol_unref(pol);
                 xb_strv_free(env);
                 xb_call_fail(c, &err);
                 return;
+        }
+        /* The sandbox takes env. */
+        if (xb_sbx_create(s, tenant, &l, binds, nbinds, env, json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
+                xb_netpol_unref(pol);
+                xb_strv_free(env);
+                xb_call_fail(c, &err);
+                return;
+        }
+        if (pol) {
+                xb_sbx_set_network(x, pol, &err);   /* checked above */
+                xb_netpol_unref(pol);
         }
         xb_call_done(c, xb_sbx_json(x));
 }

@@ -37,7 +37,14 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_TOO_MANY_SANDBOXES] = "delete sandboxes you no longer need with sandbox_delete (sandbox_list shows "
                                     "them)",
         [XB_E_INVALID_MOUNT] = "mount only directories the operator allowed with --allow-mount",
+        [XB_E_INVALID_NETWORK] = "pass network as \"none\", \"packages\", \"open\" or {\"mode\": \"allowlist\", "
+                                 "\"allow\": [\"example.com\", \"*.example.org\"], \"deny\": []}",
+        [XB_E_NETWORK_FORBIDDEN] = "the server's operator does not allow that much network (sandbox_network shows "
+                                   "the ceiling): ask the user, who can ask the operator",
+        [XB_E_NETWORK_UNAVAILABLE] = "this server has no egress: tell the user the sandbox cannot reach the network",
 
+        [XB_E_WATCHER_NOT_FOUND] = "create a watcher first; an ended one is gone once its last events were read",
+        [XB_E_TOO_MANY_WATCHES] = "stop a directory watch first, then retry",
         [XB_E_PROCESS_NOT_FOUND] = "use a pid that process_start (or a run_command still running) gave you in this "
                                    "sandbox",
         [XB_E_PROCESS_FINISHED] = "the process has ended: read its last output and exit code with process_read",
@@ -114,6 +121,12 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_VARIABLE_NOT_FOUND] = "define it in a cell first; names are case-sensitive",
         [XB_E_VARIABLES_UNSUPPORTED] = "print the value in a cell instead",
         [XB_E_IMAGE_NOT_FOUND] = "images are kept per sandbox, the newest 64; run the cell again",
+
+        [XB_E_INVALID_PORT] = "pass the port the server listens on, a number from 1 to 65535",
+        [XB_E_PORT_CLOSED] = "start the server first with process_start (e.g. python3 -m http.server 8080), then "
+                             "see it listening with sandbox_ports",
+        [XB_E_SHARE_EXPIRED] = "make a fresh link with sandbox_ports, action share",
+        [XB_E_BAD_SHARE] = "make a fresh link with sandbox_ports, action share",
 
         [XB_E_GUIDE_NOT_FOLLOWED] = "read the guide with get_guide first",
         [XB_E_UNAUTHORIZED] = "send a bearer token",

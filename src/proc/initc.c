@@ -52,13 +52,22 @@ xb_initc_spawn(int sock, uint32_t tag, const struct xb_exec_spec *q, struct xb_e
                 xb_msgw_u64(&w, XB_K_RLIMIT_FSIZE, q->rl_fsize);
         if (q->rl_nofile)
                 xb_msgw_u64(&w, XB_K_RLIMIT_NOFILE, q->rl_nofile);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 3 && !q->tty; i++)
                 if (q->std[i] >= 0) {
                         fds[nfds++] = q->std[i];
                         flags |= XB_SPAWN_STDIN << i;
                 }
+        if (q->tty) {
+                /* The command opens its pty and sends the master over tty_sock. */
+                fds[nfds++] = q->tty_sock;
+                flags |= XB_SPAWN_TTY;
+                xb_msgw_u64(&w, XB_K_ROWS, q->tty_rows);
+                xb_msgw_u64(&w, XB_K_COLS, q->tty_cols);
+        }
         if (q->last)
                 flags |= XB_SPAWN_LAST;
+        if (q->keeper)
+                flags |= XB_SPAWN_KEEPER;
         xb_msgw_u64(&w, XB_K_FLAGS, flags);
         if (w.overflow) {
                 free(buf);
@@ -81,7 +90,34 @@ xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags)
         xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_SIGNAL, 0);
         xb_msgw_u64(&w, XB_K_TARGET, tag);
         xb_msgw_u64(&w, XB_K_SIGNO, (uint64_t)signo);
-        xb_msgw_u64(&w, XB_K_FLAGS, flags & (XB_SIG_GROUP | XB_SIG_OTHERS));
+        xb_msgw_u64(&w, XB_K_FLAGS, flags & (XB_SIG_GROUP | XB_SIG_OTHERS | XB_SIG_TREE));
+        return xb_msg_send(sock, w.buf, w.len, NULL, 0);
+}
+
+int
+xb_initc_watch(int sock, uint32_t tag, const char *path, bool recursive, uint32_t uid, uint32_t gid)
+{
+        uint8_t buf[XB_FILE_PATH_MAX + 256];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_WATCH, tag);
+        xb_msgw_str(&w, XB_K_PATH, path);
+        xb_msgw_u64(&w, XB_K_FLAGS, recursive ? XB_WATCH_RECURSIVE : 0);
+        xb_msgw_u64(&w, XB_K_UID, uid);
+        xb_msgw_u64(&w, XB_K_GID, gid);
+        if (w.overflow)
+                return -ENAMETOOLONG;
+        return xb_msg_send(sock, w.buf, w.len, NULL, 0);
+}
+
+int
+xb_initc_unwatch(int sock, uint32_t tag)
+{
+        uint8_t buf[64];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_UNWATCH, 0);
+        xb_msgw_u64(&w, XB_K_TARGET, tag);
         return xb_msg_send(sock, w.buf, w.len, NULL, 0);
 }
 
@@ -150,6 +186,9 @@ xb_initc_recv(int sock, void *buf, struct xb_init_event *ev, int *fds, size_t *n
         }
         case XB_EV_FILE:
                 ev->kind = XB_IEV_FILE;
+                break;
+        case XB_EV_WATCH:
+                ev->kind = XB_IEV_WATCH;
                 break;
         default:
                 goto bad;

@@ -18,6 +18,7 @@ enum xb_iev {
         XB_IEV_EXITED,
         XB_IEV_ERROR,
         XB_IEV_FILE,
+        XB_IEV_WATCH,             /* msg: the raw event, for core/watch.c to parse */
 };
 
 struct xb_init_event {
@@ -41,8 +42,12 @@ int xb_sandbox_pipe(int fds[2]);
 /* Send a spawn request; the std fds are passed, not closed. */
 int xb_initc_spawn(int sock, uint32_t tag, const struct xb_exec_spec *q, struct xb_err *err);
 /* Signal a spawned command; flags: XB_SIG_GROUP (its process group),
- * XB_SIG_OTHERS (the rest of its group, until none is left). */
+ * XB_SIG_OTHERS (the rest of its group, until none is left), XB_SIG_TREE
+ * (it and every descendant, setsid'd or orphaned, even after it exited). */
 int xb_initc_signal(int sock, uint32_t tag, int signo, unsigned flags);
+/* Watch a directory (XB_REQ_WATCH) as uid:gid; stop it (XB_REQ_UNWATCH). */
+int xb_initc_watch(int sock, uint32_t tag, const char *path, bool recursive, uint32_t uid, uint32_t gid);
+int xb_initc_unwatch(int sock, uint32_t tag);
 /* Receive and validate one event. -EAGAIN: nothing pending; -EPIPE: init is
  * gone; -EBADMSG: init sent garbage (the caller should kill the sandbox).
  * buf must hold XB_MSG_MAX bytes and outlive a FILE event's use. */

@@ -299,6 +299,7 @@ handle_sock(struct run *r, struct xb_err *err)
                         return xb_err_msg(err, ev.errnum, "could not start %s: %s: %s", r->o->argv[0],
                                           ev.stage, strerror(ev.errnum));
                 case XB_IEV_FILE:
+                case XB_IEV_WATCH:
                         goto violation;
                 }
         }

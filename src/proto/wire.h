@@ -22,6 +22,8 @@ enum xb_msg_type {
         XB_REQ_SPAWN = 1,     /* fields below; fds: the std fds named in FLAGS */
         XB_REQ_SIGNAL = 2,    /* TARGET, SIGNO, FLAGS (XB_SIG_GROUP or XB_SIG_OTHERS) */
         XB_REQ_FILE = 3,      /* a file operation, see enum xb_fop */
+        XB_REQ_WATCH = 4,     /* PATH, FLAGS (XB_WATCH_RECURSIVE), UID, GID: watch a directory */
+        XB_REQ_UNWATCH = 5,   /* TARGET: the watch's tag; init frees it and answers nothing */
         XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
         XB_SETUP_PTY = 51,    /* a command being started -> its starter, on a socket of their own
                                * (struct xb_exec_spec.tty_sock); fds: its terminal's master */
@@ -31,6 +33,8 @@ enum xb_msg_type {
         XB_EV_EXITED = 102,   /* tag = spawn tag; STATUS, UTIME_US, STIME_US, MAXRSS_KB */
         XB_EV_ERROR = 103,    /* tag = request tag; ERRNO, STAGE */
         XB_EV_FILE = 104,     /* tag = request tag; reply to XB_REQ_FILE */
+        XB_EV_WATCH = 105,    /* tag = watch tag; ERRNO (first reply; nonzero ends it), WEVENT...,
+                               * FLAGS (XB_WATCH_OVERFLOW, XB_WATCH_END) */
 };
 
 /* Field keys. */
@@ -42,6 +46,7 @@ enum xb_msg_key {
         XB_K_OP = 40, XB_K_PATH, XB_K_PATH2, XB_K_MODE, XB_K_DEPTH, XB_K_ENTRY,
         XB_K_SIZE, XB_K_MTIME_NS, XB_K_TYPE, XB_K_NAME, XB_K_COUNT, XB_K_DATA,
         XB_K_OFFSET, XB_K_TRUNC,
+        XB_K_ROWS = 60, XB_K_COLS, XB_K_WEVENT,
 };
 
 /* XB_REQ_SPAWN flags. */
@@ -50,9 +55,23 @@ enum xb_msg_key {
 #define XB_SPAWN_STDERR 0x4u  /* an fd for stderr is attached */
 #define XB_SPAWN_NEWSESSION 0x8u /* setsid(); sent always, and xb_exec_child does it anyway */
 #define XB_SPAWN_LAST 0x10u     /* one-shot: init exits (ending the sandbox) once this command has */
+#define XB_SPAWN_KEEPER 0x40u   /* under a keeper, so that XB_SIG_TREE finds every descendant */
+#define XB_SPAWN_TTY 0x20u      /* a pty instead of std fds: the one fd attached is a socket the
+                                 * command sends its master over (XB_SETUP_PTY); ROWS, COLS */
 /* XB_REQ_SIGNAL flags. */
 #define XB_SIG_GROUP 0x1u     /* signal the process group, not just the process */
 #define XB_SIG_OTHERS 0x2u    /* signal the rest of the process group, not the process */
+#define XB_SIG_TREE 0x4u      /* signal every descendant, setsid'd and orphaned ones included */
+
+/* XB_REQ_WATCH and XB_EV_WATCH. A WEVENT field is a uint32_t enum
+ * xb_wev, then the path relative to the watched directory ("" for itself;
+ * not terminated). */
+#define XB_WATCH_RECURSIVE 0x1u
+#define XB_WATCH_OVERFLOW 0x2u   /* events were lost before the ones in this message */
+#define XB_WATCH_END 0x4u        /* the watched directory is gone: no more events */
+enum xb_wev { XB_WEV_CREATE = 1, XB_WEV_WRITE, XB_WEV_REMOVE, XB_WEV_RENAME, XB_WEV_CHMOD };
+#define XB_WATCHES_MAX 32        /* per sandbox, in init */
+#define XB_WATCH_DIRS_MAX 4096   /* directories one recursive watch follows */
 
 /* XB_REQ_FILE: OP, PATH (absolute, as the sandbox sees it), UID and GID (the
  * fsuid/fsgid init acts as), and per operation the fields below. Every
@@ -95,7 +114,7 @@ struct xb_file_entry {
 #define XB_FILE_LIST_BYTES_MAX (2u << 20) /* bytes of entry paths in one listing */
 #define XB_FILE_DEPTH_MAX 5
 
-#define XB_PROTO_VERSION 1u
+#define XB_PROTO_VERSION 2u
 
 struct xb_msg_hdr {
         uint32_t type;

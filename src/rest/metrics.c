@@ -136,6 +136,26 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
                "Time from a create request until the sandbox's init is ready, by warm pool hit or miss.");
         hist(b, "execbox_sandbox_start_duration_seconds", "pool=\"hit\",", &m->start_hit);
         hist(b, "execbox_sandbox_start_duration_seconds", "pool=\"miss\",", &m->start_miss);
+        if (s->net) {
+                const struct xb_netsys_stats *ns = xb_netsys_stats(s->net);
+
+                family(b, "execbox_egress_connections_total", "counter",
+                       "Egress connections from sandboxes, by the policy's decision.");
+                xb_buf_printf(b, "execbox_egress_connections_total{decision=\"allowed\"} %llu\n"
+                                 "execbox_egress_connections_total{decision=\"denied\"} %llu\n",
+                              (unsigned long long)ns->allowed, (unsigned long long)ns->denied);
+                gauge(b, "execbox_egress_connections", "Egress connections open now.", (double)ns->conns_open);
+                family(b, "execbox_egress_bytes_total", "counter",
+                       "Bytes through the egress proxy: out of sandboxes, and back in.");
+                xb_buf_printf(b, "execbox_egress_bytes_total{direction=\"out\"} %llu\n"
+                                 "execbox_egress_bytes_total{direction=\"in\"} %llu\n",
+                              (unsigned long long)ns->bytes_out, (unsigned long long)ns->bytes_in);
+                family(b, "execbox_egress_dns_queries_total", "counter",
+                       "DNS queries from sandboxes: relayed for an allowed name, or refused.");
+                xb_buf_printf(b, "execbox_egress_dns_queries_total{answer=\"relayed\"} %llu\n"
+                                 "execbox_egress_dns_queries_total{answer=\"refused\"} %llu\n",
+                              (unsigned long long)ns->dns_answered, (unsigned long long)ns->dns_refused);
+        }
         family(b, "execbox_exec_duration_seconds", "histogram", "Wall time of commands.");
         hist(b, "execbox_exec_duration_seconds", "", &m->exec_duration);
         if (rs->http) {

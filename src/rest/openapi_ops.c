@@ -23,9 +23,28 @@
 #define TIMEOUT_BODY(desc) JSON_BODY_OPT(OBJ_CLOSED("\"timeout_s\": {\"type\": [\"number\", \"null\"], "        \
                                                     "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
 
+#define J_WATCH_EVENT "{\"type\": \"object\", \"properties\": {\"type\": {\"type\": \"string\", \"enum\": [\"create\", \"write\", " \
+        "\"remove\", \"rename\", \"chmod\", \"overflow\"]}, \"name\": {\"type\": \"string\", \"description\": " \
+        "\"Relative to the watched directory.\"}}, \"required\": [\"type\", \"name\"]}"
+#define WATCH_FIELDS                                                                                             \
+        "\"path\": {\"type\": \"string\", \"description\": \"The directory; relative paths are under "         \
+        "/home/user.\"}, \"recursive\": {\"type\": [\"boolean\", \"null\"], \"description\": \"Its "             \
+        "subdirectories too (up to 4096 directories). null: false.\"}, \"user\": {\"type\": [\"string\", "         \
+        "\"null\"], \"enum\": [\"user\", \"root\", null], \"description\": \"Whose permissions apply. null: "   \
+        "user.\"}"
+
 /* REST-only fields of exec and process start (src/ops/op_proc.c: parse_cmd). */
-#define CMD_EXTRAS(limit)                                                                                        \
-        "{\"argv\": {\"type\": [\"array\", \"null\"], \"maxItems\": 4096, \"items\": {\"type\": \"string\"}, "  \
+#define PTY_PROP                                                                                                 \
+        "\"pty\": {\"type\": [\"object\", \"null\"], \"description\": \"Run it on a terminal of its own (a pty of " \
+        "the sandbox's devpts) of this size: its output is stdout, input goes to the terminal, resize with "    \
+        ".../resize. null: pipes.\", \"properties\": {\"cols\": {\"type\": \"integer\", \"minimum\": 1, "            \
+        "\"maximum\": 4096}, \"rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096}}, "                \
+        "\"additionalProperties\": false}, "
+#define TAG_PROP                                                                                                 \
+        "\"tag\": {\"type\": [\"string\", \"null\"], \"maxLength\": 256, \"description\": \"Your name for it: "     \
+        "listed, and usable instead of the pid by process_attach.\"}, "
+#define CMD_EXTRAS(limit, more)                                                                                  \
+        "{" more "\"argv\": {\"type\": [\"array\", \"null\"], \"maxItems\": 4096, \"items\": {\"type\": \"string\"}, "  \
         "\"description\": \"A program and its arguments, run without a shell. Give exactly one of cmd and "     \
         "argv.\"}, "                                                                                             \
         "\"user\": {\"type\": [\"string\", \"null\"], \"enum\": [\"user\", \"root\", null], \"description\": "  \
@@ -62,15 +81,31 @@
                  "\"items\": {\"type\": \"string\"}}}}",                                                         \
                  "\"success\", \"execute_result\", \"displays\", \"stdout\", \"stderr\", \"error\"")
 
+/* Any method, any path below the port: one operation per method. */
+#define PROXY_OP(m, opid)                                                                                        \
+        { .method = m, .path = "/v1/sandboxes/{id}/ports/{port}", .id = opid, .tag = "ports",                    \
+          .summary = m " to the server on this port in the sandbox (and any path below it).",                   \
+          .description = "Forwarded as HTTP/1.1 to 127.0.0.1:{port} (or [::1]) in the sandbox: the path after "   \
+                         "{port}, the query and the headers as sent (the bearer token and hop-by-hop headers "     \
+                         "left out; X-Forwarded-Host, -Proto and -Prefix added), the body streamed both ways. "    \
+                         "WebSocket (Upgrade) works. .../ports/{port} itself redirects to .../ports/{port}/. "     \
+                         "Instead of the token, a link from share_port (?xb_share=, or its cookie). With "        \
+                         "--sandbox-domain D, the host {port}-{id}.D is routed here with the path as is. 502 "      \
+                         "port_closed when nothing listens.",                                                      \
+          .errors = "403 502",                                                                                    \
+          .reply = "{\"description\": \"Whatever the server in the sandbox answers.\"}" }
+
 const char *const xb_op_tags[] = {
         "meta", "Health, readiness and metrics.",
         "docs", "This document, the tools, the guide and the plugin manifest.",
         "sandboxes", "Create, list, extend and delete sandboxes.",
+        "network", "A sandbox's egress: its policy, changed live, and the log of every decision.",
         "commands", "Run a command and wait for its result.",
         "processes", "Background processes: start, read output by offset, write stdin, signal, wait.",
         "files", "Read, write, list and move files in a sandbox.",
         "sessions", "Stateful code sessions (Python, JavaScript, bash) and the images their cells display.",
         "plugin", "The seeds' plugin API (dangermode): one default sandbox and Python session per token.",
+        "ports", "Servers listening in a sandbox, reached through this server: list, share, proxy.",
         "mcp", "The Model Context Protocol endpoint (Streamable HTTP), for MCP clients rather than direct use.",
         NULL, NULL,
 };
@@ -153,6 +188,24 @@ const struct xb_op_def xb_op_defs[] = {
           .body = TIMEOUT_BODY("The new idle time to live. null: keep the current one."),
           .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
 
+        { .method = "GET", .path = "/v1/sandboxes/{id}/network", .id = "get_network", .tag = "network",
+          .summary = "A sandbox's network policy, the server's ceiling and the totals so far.",
+          .reply = JSON_REPLY("The policy.", J_NETWORK) },
+        { .tool = "sandbox_network", .tag = "network", .errors = "403",
+          .description = "Change the policy live: the next connection from the sandbox is decided by it. Body "
+                         "{\"mode\": \"none\"|\"packages\"|\"allowlist\"|\"open\", \"allow\": [...], \"deny\": "
+                         "[...]}; deny wins. Above the server's --network-max it is 403." },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/network/log", .id = "network_log", .tag = "network",
+          .summary = "Every egress decision for the sandbox: time, host, port, address, rule, allowed, bytes.",
+          .params = "[{\"name\": \"offset\", \"in\": \"query\", \"required\": false, \"description\": "
+                    "\"The first entry's offset (default 0).\", \"schema\": {\"type\": \"integer\", \"minimum\": 0}}, "
+                    "{\"name\": \"limit\", \"in\": \"query\", \"required\": false, \"description\": \"Most "
+                    "entries (default 1000).\", \"schema\": {\"type\": \"integer\", \"minimum\": 1, "
+                    "\"maximum\": 1000}}]",
+          .reply = JSON_REPLY("The entries.", OBJ_OPEN("\"entries\": {\"type\": \"array\", \"items\": "
+                              "{\"type\": \"object\"}}, \"first_offset\": {\"type\": \"integer\"}, "
+                              "\"next_offset\": {\"type\": \"integer\"}, \"dropped\": {\"type\": \"integer\"}",
+                              "\"entries\", \"next_offset\"")) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/events", .id = "sandbox_events", .tag = "sandboxes",
           .summary = "Read a sandbox's audit log, or follow it.",
           .description = "The sandbox's events in order (create, exec, file_write, file_delete, file_mkdir, "
@@ -175,15 +228,48 @@ const struct xb_op_def xb_op_defs[] = {
                    "\"first_offset\": {\"type\": \"integer\"}, \"dropped\": {\"type\": \"integer\"}, "
                    "\"deleted\": {\"type\": \"boolean\"}}, \"required\": [\"events\", \"next_offset\"]}}}}" },
 
+        /* ---- published ports (api_ports.c) ---- */
+        { .method = "GET", .path = "/v1/sandboxes/{id}/ports", .id = "list_ports", .tag = "ports",
+          .summary = "List the ports that servers listen on in the sandbox.",
+          .description = "What listens on TCP in the sandbox's own network (from its /proc/net/tcp and tcp6), "
+                         "each with the url it is reached at (and domain_url with --sandbox-domain).",
+          .reply = JSON_REPLY("The listening ports.", OBJ_OPEN("\"id\": {\"type\": \"string\"}, \"ports\": "
+                   "{\"type\": \"array\", \"items\": " OBJ_OPEN("\"port\": {\"type\": \"integer\"}, "
+                   "\"address\": {\"type\": \"string\"}, \"url\": {\"type\": \"string\"}, \"domain_url\": "
+                   "{\"type\": \"string\"}", "\"port\", \"address\", \"url\"") "}", "\"id\", \"ports\"")) },
+        { .tool = "sandbox_ports", .tag = "ports" },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/ports/{port}/share", .id = "share_port", .tag = "ports",
+          .summary = "Make an expiring link to a port that works without the token.",
+          .description = "The link (url, and domain_url with --sandbox-domain) carries ?xb_share=TOKEN, signed "
+                         "for this sandbox and port until expires_at; its first use sets a cookie for the pages "
+                         "it links to. An expired link gets 403 link_expired. A restart of the server revokes "
+                         "every link.",
+          .body = JSON_BODY_OPT(OBJ_CLOSED("\"ttl_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, "
+                                           "\"maximum\": 604800, \"description\": \"How long the link works. "
+                                           "null: 3600.\"}", "")),
+          .reply = JSON_REPLY("The link.", OBJ_OPEN("\"id\": {\"type\": \"string\"}, \"port\": {\"type\": "
+                   "\"integer\"}, \"url\": {\"type\": \"string\"}, \"domain_url\": {\"type\": \"string\"}, "
+                   "\"path\": {\"type\": \"string\"}, \"token\": {\"type\": \"string\"}, \"expires_at\": "
+                   "{\"type\": \"integer\", \"description\": \"Unix seconds.\"}, \"ttl_s\": {\"type\": "
+                   "\"integer\"}", "\"id\", \"port\", \"url\", \"token\", \"expires_at\"")) },
+        PROXY_OP("GET", "proxy_port_get"),
+        PROXY_OP("POST", "proxy_port_post"),
+        PROXY_OP("PUT", "proxy_port_put"),
+        PROXY_OP("PATCH", "proxy_port_patch"),
+        PROXY_OP("DELETE", "proxy_port_delete"),
+
         /* ---- commands and processes (api.c) ---- */
         { .tool = "run_command", .tag = "commands", .rest_optional = true, .sse = true, .errors = "410 429",
           .sse_events = "start ({pid}), then stdout and stderr ({data}) as the command prints, or error "
                         "({code, message}) if it cannot start",
-          .body = CMD_EXTRAS("1 MiB") },
+          .body = CMD_EXTRAS("1 MiB", PTY_PROP) },
         { .tool = "process_start", .tag = "processes", .rest_optional = true, .errors = "410 429",
-          .body = CMD_EXTRAS("4 MiB") },
+          .body = CMD_EXTRAS("4 MiB", PTY_PROP TAG_PROP) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/processes", .id = "list_processes", .tag = "processes",
           .summary = "List the processes the server tracks.",
+          .params = "[{\"name\": \"detail\", \"in\": \"query\", \"required\": false, \"description\": \"Add what "
+                    "was asked for each: argv, env (the request's own), cwd and tag.\", \"schema\": {\"type\": "
+                    "\"boolean\"}}]",
           .reply = JSON_REPLY("The processes.", OBJ_OPEN("\"processes\": {\"type\": \"array\", \"items\": " J_PROCESS "}",
                                                          "\"processes\"")) },
         { .method = "GET", .path = "/v1/sandboxes/{id}/processes/{pid}", .id = "get_process", .tag = "processes",
@@ -194,7 +280,9 @@ const struct xb_op_def xb_op_defs[] = {
           .params = "[{\"name\": \"max_bytes\", \"in\": \"query\", \"required\": false, \"description\": \"Most "
                     "bytes of each stream to return (default 1 MiB).\", \"schema\": {\"type\": \"integer\", "
                     "\"minimum\": 0, \"maximum\": 16777216}}]" },
-        { .tool = "process_input", .tag = "processes", .errors = "409" },
+        { .tool = "process_input", .tag = "processes", .errors = "409",
+          .body = "{\"encoding\": {\"type\": [\"string\", \"null\"], \"enum\": [\"utf-8\", \"base64\", null], "
+                  "\"description\": \"base64: data is raw bytes in base64 (a terminal's keys). null: utf-8.\"}}" },
         { .tool = "process_kill", .tag = "processes", .errors = "409",
           .description = "Send a signal (a name such as SIGINT, or a number 1-64; SIGTERM when absent) to the "
                          "process group." },
@@ -206,6 +294,59 @@ const struct xb_op_def xb_op_defs[] = {
           .reply = JSON_REPLY("The result.", "{\"type\": \"object\", \"properties\": {" J_RESULT_PROPS ", "
                               "\"waited\": {\"type\": \"boolean\", \"description\": \"The wait timed out.\"}}, "
                               "\"required\": [" J_RESULT_REQUIRED "]}") },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/processes/{pid}/resize", .id = "process_resize",
+          .tag = "processes", .summary = "Resize a process's terminal.", .errors = "409",
+          .description = "Sets the size of the pty a process started with `pty` runs on; its foreground program "
+                         "gets SIGWINCH.",
+          .body = JSON_BODY(OBJ_CLOSED("\"cols\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096}, "
+                                       "\"rows\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 4096}",
+                                       "\"cols\", \"rows\"")),
+          .reply = JSON_REPLY("Resized.", OBJ_OPEN("\"ok\": {\"type\": \"boolean\"}, \"cols\": {\"type\": "
+                                                   "\"integer\"}, \"rows\": {\"type\": \"integer\"}", "\"ok\"")) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/processes/{pid}/stream", .id = "process_attach",
+          .tag = "processes", .summary = "Stream a running process's output.", .sse = true,
+          .description = "Attach to a process (reconnect to a background one): with Accept: text/event-stream, "
+                         "its output as stdout and stderr events ({data, offset}; a pty's output is stdout) and "
+                         "then its result when it ends. Leaving detaches; the process runs on.",
+          .params = "[{\"name\": \"from\", \"in\": \"query\", \"required\": false, \"description\": \"start "
+                    "(the default): what is kept of its output first; now: only new output.\", \"schema\": "
+                    "{\"type\": \"string\", \"enum\": [\"start\", \"now\"]}}, {\"name\": \"encoding\", \"in\": "
+                    "\"query\", \"required\": false, \"description\": \"base64 (the default): data is the raw "
+                    "bytes; utf-8: text with invalid bytes replaced.\", \"schema\": {\"type\": \"string\", "
+                    "\"enum\": [\"base64\", \"utf-8\"]}}]",
+          .sse_events = "stdout and stderr ({data, offset}), then result (the process's result)",
+          .reply = JSON_REPLY("The stream (text/event-stream).", "{\"type\": \"object\"}") },
+
+        /* ---- directory watches (api.c, ops/op_watch.c) ---- */
+        { .method = "GET", .path = "/v1/sandboxes/{id}/files/watch", .id = "watch_dir", .tag = "files",
+          .summary = "Stream a directory's changes.", .sse = true, .errors = "403 404 410 429",
+          .description = "With Accept: text/event-stream: ready once the directory is watched, then one event per "
+                         "change made by any process in the sandbox: {type, name, path}, type create, write, "
+                         "remove, rename (a move's old name; the new one is a create), chmod, or overflow when "
+                         "changes were lost. Ends with result {ended: true} when the directory goes; leaving "
+                         "stops the watch.",
+          .params = "[" PATH_PARAM("The directory to watch.") ", {\"name\": \"recursive\", \"in\": \"query\", "
+                    "\"required\": false, \"description\": \"Watch its subdirectories too.\", \"schema\": "
+                    "{\"type\": \"boolean\"}}, {\"name\": \"user\", \"in\": \"query\", \"required\": false, "
+                    "\"description\": \"user (the default) or root.\", \"schema\": {\"type\": \"string\", "
+                    "\"enum\": [\"user\", \"root\"]}}]",
+          .sse_events = "ready ({path}), event ({type, name, path}) per change, then result ({ended})",
+          .reply = JSON_REPLY("The stream (text/event-stream).", "{\"type\": \"object\"}") },
+        { .method = "POST", .path = "/v1/sandboxes/{id}/watchers", .id = "watcher_create", .tag = "files",
+          .summary = "Create a polled directory watcher.", .status = 201, .errors = "403 404 410 429",
+          .description = "The same watch as files/watch, with its events kept (at most 1024; past that, "
+                         "overflow is set) until read with GET .../watchers/{watcher_id}/events.",
+          .body = JSON_BODY(OBJ_CLOSED(WATCH_FIELDS, "\"path\"")),
+          .reply = JSON_REPLY("The watcher.", OBJ_OPEN("\"watcher_id\": {\"type\": \"string\"}", "\"watcher_id\"")) },
+        { .method = "GET", .path = "/v1/sandboxes/{id}/watchers/{watcher_id}/events", .id = "watcher_events",
+          .tag = "files", .summary = "Take a watcher's events.", .errors = "404",
+          .description = "The events since the last call, oldest first; ended says the directory is gone (the "
+                         "watcher is then removed).",
+          .reply = JSON_REPLY("The events.", OBJ_OPEN("\"events\": {\"type\": \"array\", \"items\": " J_WATCH_EVENT
+                                                      "}, \"overflow\": {\"type\": \"boolean\"}, \"ended\": "
+                                                      "{\"type\": \"boolean\"}", "\"events\", \"overflow\", \"ended\"")) },
+        { .method = "DELETE", .path = "/v1/sandboxes/{id}/watchers/{watcher_id}", .id = "watcher_delete",
+          .tag = "files", .summary = "Remove a watcher.", .status = 204, .errors = "404" },
 
         /* ---- files (files.c) ---- */
         { .tool = "read_file", .tag = "files", .summary = "Download a file.", .errors = "403 410 416",

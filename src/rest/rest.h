@@ -18,6 +18,7 @@ struct xb_rest {
         size_t ntenants;            /* tenant ids are 0..ntenants-1 */
         char **default_sbx;         /* per tenant: the plugin routes' sandbox id, or NULL */
         struct xb_edit_hist *edits; /* per tenant: the tool bridge's edit_file undo history */
+        const char *sandbox_domain; /* --sandbox-domain: ports also at {port}-{id}.DOMAIN; or NULL */
         const struct xb_route *routes;   /* every route the front serves, for /openapi.json */
         size_t nroutes;
 };
@@ -42,7 +43,12 @@ struct xb_sbx *xb_default_sandbox(struct xb_req *r);
 /* The route tables, in match order within each. */
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],
         xb_api_routes_docs[], xb_api_routes_sessions[], xb_api_routes_plugin[], xb_api_routes_tools[],
-        xb_api_routes_events[];
+        xb_api_routes_events[], xb_api_routes_ports[];
 extern const size_t xb_api_nroutes_sandboxes, xb_api_nroutes_meta, xb_api_nroutes_files, xb_api_nroutes_docs,
         xb_api_nroutes_sessions, xb_api_nroutes_plugin, xb_api_nroutes_tools,
-        xb_api_nroutes_events;
+        xb_api_nroutes_events, xb_api_nroutes_ports;
+
+/* The published ports' host route (struct xb_host_route in transport/http.h):
+ * data is the --sandbox-domain; a Host of {port}-{id}.DOMAIN goes to
+ * /v1/sandboxes/{id}/ports/{port}. */
+bool xb_api_ports_host(const struct xb_req *r, void *data, char *prefix, size_t cap);

@@ -30,8 +30,19 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },
         [XB_E_INVALID_METADATA] = { 400, "pass metadata as a flat object of strings" },
         [XB_E_METADATA_TOO_LARGE] = { 400, "keep metadata small; store data in files instead" },
+        [XB_E_INVALID_NETWORK] = { 400, "send \"network\": \"none\", \"packages\", \"open\" or {\"mode\": "
+                                   "\"allowlist\", \"allow\": [\"example.com\", \"*.example.org\", "
+                                   "\"203.0.113.0/24\"], \"deny\": []}" },
+        [XB_E_NETWORK_FORBIDDEN] = { 403, "ask for no more than the server's ceiling (GET "
+                                     "/v1/sandboxes/{id}/network shows it); only the operator can raise it "
+                                     "(execbox serve --network-max)" },
+        [XB_E_NETWORK_UNAVAILABLE] = { 503, "this server runs without egress; its operator can enable it" },
 
         [XB_E_PROCESS_NOT_FOUND] = { 404, "list processes with GET /v1/sandboxes/{id}/processes" },
+        [XB_E_WATCHER_NOT_FOUND] = { 404, "create a watcher with POST /v1/sandboxes/{id}/watchers; an ended one "
+                                          "is gone once its last events were read" },
+        [XB_E_TOO_MANY_WATCHES] = { 429, "stop a watch first (DELETE .../watchers/{watcher_id}, or close a watch "
+                                         "stream)" },
         [XB_E_PROCESS_FINISHED] = { 409, "read its result with GET .../processes/{pid}" },
         [XB_E_PROCESS_LIMIT] = { 429, "the sandbox is at its process limit (limits.pids): wait for its processes to "
                                  "end, kill some (see GET .../processes), or create the sandbox with a higher "
@@ -121,6 +132,15 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_IMAGE_NOT_FOUND] = { 404, "images are kept per sandbox, the newest 64; run the cell again" },
         [XB_E_INVALID_LANGUAGE] = { 400, "use \"python\", \"bash\", \"javascript\", or a Jupyter kernel name (see "
                                     "`jupyter kernelspec list` in the sandbox)" },
+
+        [XB_E_INVALID_PORT] = { 400, "give the port as a number from 1 to 65535: the one the server listens on inside "
+                                "the sandbox" },
+        [XB_E_PORT_CLOSED] = { 502, "start the server in the sandbox first, e.g. POST /v1/sandboxes/{id}/processes "
+                               "{\"cmd\": \"python3 -m http.server 8080\"}, listening on 0.0.0.0 or 127.0.0.1; GET "
+                               "/v1/sandboxes/{id}/ports lists what listens" },
+        [XB_E_SHARE_EXPIRED] = { 403, "shared links expire: ask for a fresh one with POST "
+                                 "/v1/sandboxes/{id}/ports/{port}/share, or send the bearer token" },
+        [XB_E_BAD_SHARE] = { 403, "use the shared link exactly as it was given, or send the bearer token" },
 
         [XB_E_GUIDE_NOT_FOLLOWED] = { 400, "read the guide first: GET /getGuide, then retry with guideFollowed: true" },
         [XB_E_UNAUTHORIZED] = { 401, "send a bearer token" },

@@ -15,6 +15,7 @@ struct xb_exec_spec {
         uint64_t rl_cpu_s, rl_fsize, rl_nofile;   /* 0 = leave as is */
         int std[3];                   /* stdin, stdout, stderr; -1 = /dev/null */
         bool last;                    /* one-shot: the sandbox ends with this command */
+        bool keeper;                  /* init: under a keeper, for killing its whole tree (init_spawn.c) */
         /* A terminal instead of std: a new pty of the sandbox's devpts is
          * the command's controlling terminal and its fds 0-2; its master
          * is sent over tty_sock (one XB_SETUP_PTY message) before exec. */

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -153,6 +154,7 @@ xb_engine_close(struct xb_engine *e)
 
 struct child_args {
         int sock;
+        int net_sock;                 /* -1: no egress sockets */
         int init_fd;
         const struct xb_mount_plan *plan;
         const struct xb_seccomp *seccomp;
@@ -174,6 +176,78 @@ loopback_up(void)
                 return -errno;
         ifr.ifr_flags |= IFF_UP;
         return ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+}
+
+static int
+bound_socket(int type, uint16_t port)
+{
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int one = 1, fd = socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        if (fd < 0)
+                return -errno;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+                int e = -errno;
+
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+/* The egress sockets, bound here (in the sandbox's network namespace, with
+ * our capabilities there: port 53 is privileged) and served by the
+ * daemon. Nothing inside holds them, so nothing inside can close them, and
+ * the ports are taken before any process runs. */
+static int
+send_net_sockets(int sock)
+{
+        int fds[3] = { -1, -1, -1 }, r = 0;
+        uint8_t buf[16];
+        struct xb_msgw w;
+
+        static const struct { int type; uint16_t port; } want[3] = {
+                { SOCK_STREAM, 3128 }, { SOCK_DGRAM, 53 }, { SOCK_STREAM, 53 },
+        };
+
+        for (int i = 0; i < 3 && r == 0; i++)
+                if ((fds[i] = bound_socket(want[i].type, want[i].port)) < 0)
+                        r = fds[i];
+        if (r == 0) {
+                xb_msgw_init(&w, buf, sizeof(buf), XB_SETUP_GO, 0);
+                r = xb_msg_send(sock, w.buf, w.len, fds, 3);
+        }
+        for (int i = 0; i < 3; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        close(sock);
+        return r < 0 ? r : 0;
+}
+
+int
+xb_sandbox_take_net(struct xb_sandbox *sb, int fds[3])
+{
+        uint8_t buf[64];
+        int got[XB_MSG_MAXFDS];
+        size_t n = 0;
+        ssize_t r;
+
+        if (sb->net_sock < 0)
+                return -ENOENT;
+        r = xb_msg_recv(sb->net_sock, buf, sizeof(buf), got, &n, true);
+        if (r == -EAGAIN)
+                return -EAGAIN;
+        close(sb->net_sock);
+        sb->net_sock = -1;
+        if (r <= 0 || n != 3) {
+                for (size_t i = 0; i < n; i++)
+                        close(got[i]);
+                return -EPROTO;
+        }
+        memcpy(fds, got, 3 * sizeof(int));
+        return 0;
 }
 
 /* Landlock: writes only below the writable mounts; the init image, which
@@ -280,6 +354,8 @@ child_setup(const struct child_args *a, struct xb_err *err)
                 return xb_err_set(err, errno, "sethostname");
         if ((r = loopback_up()) < 0)
                 return xb_err_set(err, -r, "bring up loopback");
+        if (a->net_sock >= 0 && (r = send_net_sockets(a->net_sock)) < 0)
+                return xb_err_set(err, -r, "bind the egress sockets");
 
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
@@ -409,13 +485,14 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         struct clone_args ca = { 0 };
         struct xb_cgroup_join join = { .clone_fd = -1, .tasks = { -1, -1, -1, -1, -1 } };
         _cleanup_close_ int sock = -EBADF, child_sock = -EBADF;   /* the init socket's two ends */
+        _cleanup_close_ int net_sock = -EBADF, child_net = -EBADF;   /* the egress sockets' way out */
         int sv[2], pidfd = -1, r;
         bool have_slot = false;
         pid_t pid;
 
         if (!sb)
                 return xb_err_set(err, ENOMEM, "sandbox");
-        sb->pidfd = sb->sock = -1;
+        sb->pidfd = sb->sock = sb->net_sock = -1;
         sb->eng = e;
         if ((r = xb_limits_validate(&cfg->limits, err)) < 0)
                 return r;
@@ -477,6 +554,14 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         }
         sock = sv[0];
         child_sock = sv[1];
+        if (cfg->network) {
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                        r = xb_err_set(err, errno, "socketpair");
+                        goto fail;
+                }
+                net_sock = sv[0];
+                child_net = sv[1];
+        }
 
         /* No CLONE_NEWNET: the child unshares it in parallel with our work below. */
         ca.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_PIDFD;
@@ -492,14 +577,20 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 goto fail;
         }
         if (pid == 0) {
-                struct child_args a = { .sock = child_sock, .init_fd = e->init_fd, .plan = &plan,
+                struct child_args a = { .sock = child_sock, .net_sock = child_net, .init_fd = e->init_fd, .plan = &plan,
                                         .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
                                         .nbinds = cfg->nbinds };
 
                 close(sock);
+                if (net_sock >= 0)
+                        close(net_sock);
                 child_main(&a);
         }
         close(TAKE_FD(child_sock));
+        if (child_net >= 0)
+                close(TAKE_FD(child_net));
+        if (net_sock >= 0 && xb_set_nonblock(net_sock, true) == 0)
+                sb->net_sock = TAKE_FD(net_sock);
         sb->pid = pid;
         sb->pidfd = pidfd;
         sb->sock = TAKE_FD(sock);
@@ -626,6 +717,8 @@ xb_sandbox_destroy(struct xb_sandbox *sb)
                 ;
         if (sb->sock >= 0)
                 close(sb->sock);
+        if (sb->net_sock >= 0)
+                close(sb->net_sock);
         if (sb->pidfd >= 0)
                 close(sb->pidfd);
         r = xb_cgroup_destroy(sb->cg);

@@ -64,6 +64,9 @@ struct xb_sandbox_config {
          * caller's, which the caller closes after start. NULL: none. */
         const struct xb_exec_spec *first;
         uint32_t first_tag;
+        /* Bind the egress sockets inside (xb_sandbox_take_net): the daemon's
+         * proxy and DNS, which processes reach on loopback. */
+        bool network;
 };
 
 struct xb_sandbox {
@@ -76,6 +79,7 @@ struct xb_sandbox {
         uint32_t uid_slot;
         uid_t host_uid_base;
         bool reaped;
+        int net_sock;                 /* the setup child sends the egress sockets here; -1: none */
 };
 
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
@@ -90,6 +94,12 @@ int xb_engine_reap_stale(struct xb_engine *e);
  * announces itself with XB_EV_READY on sb->sock). */
 int xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg,
                      struct xb_sandbox **ret, struct xb_err *err);
+/* The egress sockets the setup child bound inside the sandbox's network
+ * namespace: fds[0] TCP 127.0.0.1:3128 listening, fds[1] UDP
+ * 127.0.0.1:53, fds[2] TCP 127.0.0.1:53 listening; the caller owns them.
+ * Call once init is ready (they are sent before it starts); -EAGAIN if
+ * they have not come, -ENOENT when the sandbox has none. */
+int xb_sandbox_take_net(struct xb_sandbox *sb, int fds[3]);
 /* SIGKILL init and every task in the cgroup. Idempotent. */
 void xb_sandbox_kill(struct xb_sandbox *sb);
 /* SIGKILL init and reap it. Its pid namespace dies with it (and no other

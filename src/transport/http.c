@@ -118,6 +118,18 @@ xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t c
 }
 
 const char *
+xb_req_cookie(const struct xb_req *r, const char *name)
+{
+        return MHD(lookup_connection_value)(r->conn, MHD_COOKIE_KIND, name);
+}
+
+const char *
+xb_req_raw_uri(const struct xb_req *r)
+{
+        return r->raw_uri ? r->raw_uri : r->path;
+}
+
+const char *
 xb_req_body(const struct xb_req *r, size_t *len)
 {
         if (len)
@@ -327,9 +339,12 @@ http_req_free(struct xb_req *r)
         xb_timer_stop(&r->hold_timer);
         if (r->stream)
                 r->stream->req = NULL;
+        if (r->proxy)
+                http_proxy_req_gone(r);
         if (r->held)
                 MHD(destroy_response)(r->held);
         free(r->path);
+        free(r->raw_uri);
         free(r->scratch);
         xb_buf_free(&r->body);
         for (int i = 0; i < r->nhdr; i++) {
@@ -350,6 +365,12 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
         if (!r)
                 return;
         *con_cls = NULL;
+        if (!r->http) {
+                /* Never reached on_request (a malformed request). */
+                free(r->raw_uri);
+                free(r);
+                return;
+        }
         r->complete = true;
         http_access_end(r, (int)toe);
         cb = r->on_gone;
@@ -388,10 +409,11 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         struct xb_req *r = *con_cls;
 
         (void)version;
-        if (!r) {
+        if (!r || !r->http) {
                 size_t cap = strlen(url) + MAX_PARAMS + 1;
 
-                r = calloc(1, sizeof(*r));
+                if (!r)
+                        r = calloc(1, sizeof(*r));
                 if (!r)
                         return MHD_NO;
                 *con_cls = r;
@@ -410,7 +432,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 r->may_hold = body_follows(r);
                 if (!http_route_admit(r, method))
                         return MHD_YES;
-                if (r->route->flags & XB_ROUTE_SINK) {
+                if (r->route->flags & (XB_ROUTE_SINK | XB_ROUTE_PROXY)) {
                         r->phase = XB_PHASE_BEGIN;
                         r->route->handler(r);
                         /* A handler that suspends here is called again, with the same
@@ -444,6 +466,12 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
         }
         if (!*upload_size)
                 r->may_hold = false;   /* the body is all in: replies go at once */
+        if (r->proxy && !r->replied) {
+                if (!*upload_size)
+                        r->dispatched = true;
+                http_proxy_body(r, upload, upload_size);
+                return MHD_YES;
+        }
         if (r->replied) {
                 *upload_size = 0;   /* an early reply: drop the rest of the body */
                 return MHD_YES;
@@ -486,6 +514,20 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 }
 
 /* ---- start and stop ---- */
+
+/* The request target as sent, before libmicrohttpd decodes it: a proxied
+ * request goes on with it unchanged. The request starts here. */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        struct xb_req *r = calloc(1, sizeof(*r));
+
+        (void)cls;
+        (void)conn;
+        if (r)
+                r->raw_uri = strdup(uri);
+        return r;
+}
 
 static void
 on_log(void *cls, const char *fmt, va_list ap)
@@ -531,14 +573,15 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
                 return r;
         }
         /* The loop accepts (conn.c), so that running out of fds cannot wedge MHD. */
-        h->mhd = MHD(start_daemon)(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO |
-                                           MHD_USE_NO_LISTEN_SOCKET,
+        h->mhd = MHD(start_daemon)(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG |
+                                           MHD_USE_TURBO | MHD_USE_NO_LISTEN_SOCKET,
                                    0, NULL, NULL, on_request, h,
                                    /* First: MHD warns about options set before it (0.9.75). */
                                    MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
                                    MHD_OPTION_CONNECTION_LIMIT, o->conn_limit ? o->conn_limit : 1024,
                                    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s ? o->conn_timeout_s : 60,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                   MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                                    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, h,
                                    MHD_OPTION_END);
         if (!h->mhd) {
@@ -566,6 +609,7 @@ xb_http_stop(struct xb_http *h)
         if (!h)
                 return;
         if (h->mhd) {
+                http_proxy_close_tunnels(h);
                 /* MHD aborts if stopped with a suspended connection: resume
                  * each one, cancelling the work that waits on it. */
                 while (h->suspended) {

@@ -33,6 +33,12 @@ typedef void (*xb_handler)(struct xb_req *req);
 #define XB_ROUTE_XAUTH 0x8u    /* `X-Auth-Token: <token>` also authenticates (Judge0's clients) */
 #define XB_ROUTE_HIDDEN 0x10u   /* not in /openapi.json: another spec's discovery document */
 #define XB_ROUTE_SIGNED 0x20u   /* a ?sig= query may stand for the token; the handler checks it */
+/* The handler runs at the headers and forwards the request (xb_proxy_start);
+ * no body cap; the pattern's final {} takes the rest of the path. With
+ * XB_ROUTE_SIGNED, the credential is XB_SHARE_PARAM, as a query or a cookie. */
+#define XB_ROUTE_PROXY 0x40u
+#define XB_ROUTE_XAPIKEY 0x80u  /* `X-API-KEY: <token>` also authenticates (E2B's clients) */
+#define XB_SHARE_PARAM "xb_share"
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
 
@@ -43,6 +49,29 @@ struct xb_route {
         unsigned flags;
         const void *data;       /* the handler's own, for a handler shared by routes */
 };
+
+/* Host routing, for the "{port}-{id}.{domain}" names of E2B and Daytona
+ * and for E2B's E2b-Sandbox-Id and E2b-Sandbox-Port headers. Before a
+ * request is routed by its path, each hook in xb_http_opts.host_routes is
+ * offered it, in order, from its headers. A hook that claims it writes a
+ * path prefix into prefix (cap bytes, e.g. "/v1/sandboxes/ID/ports/8080")
+ * and returns true; the request is then routed, authenticated and logged
+ * as if its path and raw target (xb_req_raw_uri) began with that prefix.
+ * A hook builds the prefix from validated parts only (xb_host_sandbox).
+ * The published ports' hook is rest's xb_api_ports_host; an adapter adds
+ * its own before it to take some ports (E2B's envd on 49983), and may give
+ * the ports' prefix itself ("/v1/sandboxes/{id}/ports/{port}") to reach a
+ * sandbox's server from its own headers (E2b-Sandbox-Id, -Port). */
+struct xb_host_route {
+        bool (*claim)(const struct xb_req *r, void *data, char *prefix, size_t cap);
+        void *data;
+};
+
+/* Parse host ("{port}-{id}.{domain}", with or without ":PORT" after it)
+ * for domain: the id (a sandbox id's characters, lowercase letters and
+ * digits, into id of cap bytes) and the port (1-65535). false when host
+ * is not such a name. */
+bool xb_host_sandbox(const char *host, const char *domain, char *id, size_t cap, unsigned *port);
 
 struct xb_http_opts {
         const char *listen;          /* "HOST:PORT" or "unix:PATH" */
@@ -63,6 +92,8 @@ struct xb_http_opts {
         const char *const *allow_origins;   /* CORS: origins a browser may call from; none by default */
         size_t nallow_origins;
         const char *public_url;      /* "https://host[/prefix]" links are made absolute with; NULL */
+        const struct xb_host_route *host_routes;   /* see struct xb_host_route; may be NULL */
+        size_t nhost_routes;
         void *app;
 };
 
@@ -86,6 +117,12 @@ const char *xb_req_param(const struct xb_req *r, unsigned n);
 /* A query argument; NULL if absent. -EINVAL in *err if it holds a NUL byte. */
 const char *xb_req_query(const struct xb_req *r, const char *name, int *err);
 const char *xb_req_header(const struct xb_req *r, const char *name);
+const char *xb_req_cookie(const struct xb_req *r, const char *name);
+/* The request target as the client sent it, undecoded ("/a%20b?x=1"),
+ * with a host route's prefix before it. */
+const char *xb_req_raw_uri(const struct xb_req *r);
+/* Whether a host route claimed the request. */
+bool xb_req_host_routed(const struct xb_req *r);
 /* The header's value without surrounding blanks, cut to fit buf (cap
  * bytes with the NUL); NULL when absent. */
 const char *xb_req_header_trim(const struct xb_req *r, const char *name, char *buf, size_t cap);
@@ -152,6 +189,26 @@ typedef void (*xb_http_count_fn)(void *data, const char *method, const char *pat
 void xb_http_foreach_count(const struct xb_http *h, xb_http_count_fn fn, void *data);
 /* Requests refused for want of a token, and for a wrong one. */
 void xb_http_auth_failures(const struct xb_http *h, uint64_t *missing, uint64_t *invalid);
+
+/* Reverse proxying (proxy.c), for a route flagged XB_ROUTE_PROXY: its
+ * handler runs at the request's headers and either replies (an error) or
+ * hands the request to a connected (or connecting) non-blocking stream
+ * socket. The request goes on as HTTP/1.1 with "Connection: close", its
+ * body streamed as it comes; the reply streams back the same way, both
+ * through bounded buffers (a side that does not read stops the other). A
+ * WebSocket (any Upgrade) handshake that the upstream accepts with 101
+ * becomes a byte tunnel between the two sockets. */
+struct xb_proxy_opts {
+        const char *target;          /* the upstream request target, "/path?query" */
+        const char *prefix;          /* X-Forwarded-Prefix, or NULL */
+        bool drop_auth;              /* leave Authorization out (it held the daemon's token) */
+        const char *drop_query;      /* a query parameter to leave out of target, or NULL */
+        const char *set_cookie;      /* a Set-Cookie for the reply, or NULL */
+        /* The 502 a refused connection gets: its message and hint. */
+        const char *refused_msg, *refused_hint;
+};
+/* Takes fd (closes it on every path). Strings in o are copied. */
+void xb_proxy_start(struct xb_req *r, int fd, const struct xb_proxy_opts *o);
 
 /* Streamed replies (text/event-stream and the like). */
 struct xb_stream *xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype,

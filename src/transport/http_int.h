@@ -32,6 +32,7 @@ struct xb_http {
         struct xb_io mhd_io;
         struct xb_timer mhd_timer;
         struct xb_req *suspended;     /* connections MHD holds suspended (it must not stop with any) */
+        struct xb_proxy *tunnels;     /* upgraded connections (proxy.c), closed before MHD stops */
         bool need_run;
         const struct xb_route *routes;
         size_t nroutes;
@@ -87,6 +88,9 @@ struct xb_req {
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
         struct xb_stream *stream;
+        char *raw_uri;                /* the request target as sent (path and query, undecoded) */
+        bool host_routed;             /* a host route put a prefix before both */
+        struct xb_proxy *proxy;       /* XB_ROUTE_PROXY: the upstream it is forwarded to (proxy.c) */
         /* the access log */
         char id[20];
         uint64_t start_us, bytes;     /* bytes: the reply's body, as queued or streamed */
@@ -142,6 +146,21 @@ bool http_guard_origin(struct xb_req *r);
 bool http_guard_host(struct xb_req *r, const char *method);
 /* A state-changing request's Content-Type (415); false when answered. */
 bool http_guard_content_type(struct xb_req *r, const char *method);
+
+/* proxy.c */
+/* A proxied request's body bytes (*size: left unconsumed when the
+ * upstream is behind; the connection is then parked), or its end (*size
+ * 0). */
+void http_proxy_body(struct xb_req *r, const char *data, size_t *size);
+/* The request is freed: let go of it. */
+void http_proxy_req_gone(struct xb_req *r);
+/* Close every tunnel, while libmicrohttpd can still take the sockets back. */
+void http_proxy_close_tunnels(struct xb_http *h);
+
+/* route.c: host routing */
+/* Offer r to the host routes (xb_http_opts.host_routes): the first that
+ * claims it has its prefix put before r's path and raw target. */
+void http_host_route(struct xb_req *r);
 
 /* stats.c */
 /* Count r's reply (its route's template and status). */

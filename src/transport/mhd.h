@@ -21,7 +21,8 @@
         X(create_response_from_callback) X(create_response_from_fd_at_offset64)          \
         X(add_response_header) X(queue_response) X(destroy_response)                     \
         X(suspend_connection) X(resume_connection) X(set_connection_option)              \
-        X(get_version) X(quiesce_daemon) X(lookup_connection_value_n) X(add_connection)
+        X(get_version) X(quiesce_daemon) X(lookup_connection_value_n) X(add_connection)     \
+        X(create_response_for_upgrade) X(upgrade_action)
 
 struct xb_mhd {
 #define XB_MHD_FIELD(name) __typeof__(&MHD_##name) name;

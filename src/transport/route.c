@@ -13,15 +13,28 @@
 
 #include "transport/http_int.h"
 
-/* Match "/a/{}/b" against a path; fills params (pointers into a copy). */
+/* Match "/a/{}/b" against a path; fills params (pointers into a copy).
+ * With tail, a final {} takes the rest of the path, slashes and all, and
+ * may be empty. */
 static bool
-match(const char *pattern, const char *path, char *params[MAX_PARAMS], char *scratch, size_t cap)
+match(const char *pattern, const char *path, char *params[MAX_PARAMS], char *scratch, size_t cap, bool tail)
 {
         const char *p = pattern, *q = path;
         unsigned n = 0;
         size_t used = 0;
 
-        while (*p && *q) {
+        while (*p) {
+                if (tail && !strcmp(p, "{}")) {
+                        size_t len = strlen(q);
+
+                        if (n == MAX_PARAMS || used + len + 1 > cap)
+                                return false;
+                        memcpy(scratch + used, q, len + 1);
+                        params[n++] = scratch + used;
+                        return true;
+                }
+                if (!*q)
+                        break;
                 if (p[0] == '{' && p[1] == '}') {
                         const char *end = strchrnul(q, '/');
                         size_t len = (size_t)(end - q);
@@ -117,7 +130,7 @@ path_methods(struct xb_req *r, char *allow, size_t cap, bool with_head)
                 const char *m = h->routes[i].method;
                 char *params[MAX_PARAMS];
 
-                if (!match(h->routes[i].pattern, r->path, params, r->scratch, scap))
+                if (!match(h->routes[i].pattern, r->path, params, r->scratch, scap, h->routes[i].flags & XB_ROUTE_PROXY))
                         continue;
                 known = true;
                 for (int head = 0; head <= (with_head && !strcmp(m, "GET")); head++) {
@@ -175,9 +188,20 @@ http_route_find(struct xb_req *r, const char *method)
                 if (strcmp(rt->method, "*") && strcmp(rt->method, method))
                         continue;
                 memset(r->params, 0, sizeof(r->params));
-                if (match(rt->pattern, r->path, r->params, r->scratch, cap))
+                if (match(rt->pattern, r->path, r->params, r->scratch, cap, rt->flags & XB_ROUTE_PROXY))
                         r->route = rt;
         }
+}
+
+/* XB_ROUTE_SIGNED: what may stand for the token, for the handler to check.
+ * A proxied port's share link (XB_SHARE_PARAM) also comes back as a cookie,
+ * since the pages it serves link to others without the query. */
+static bool
+signed_credential(struct xb_req *r)
+{
+        if (r->route->flags & XB_ROUTE_PROXY)
+                return xb_req_query(r, XB_SHARE_PARAM, NULL) || xb_req_cookie(r, XB_SHARE_PARAM);
+        return xb_req_query(r, "sig", NULL);
 }
 
 bool
@@ -187,6 +211,8 @@ http_route_admit(struct xb_req *r, const char *method)
         const char *url = r->path, *auth, *clen;
         char xauth[600];
 
+        http_host_route(r);
+        url = r->path;
         http_route_find(r, method);
         if (strstr(url, "\xc0\x80")) {
                 xb_reply_error(r, 400, "invalid_path", "remove the NUL byte (%00) from the URL",
@@ -216,8 +242,14 @@ http_route_admit(struct xb_req *r, const char *method)
                 if (x && snprintf(xauth, sizeof(xauth), "Bearer %s", x) < (int)sizeof(xauth))
                         auth = xauth;
         }
+        if (!auth && (r->route->flags & XB_ROUTE_XAPIKEY)) {
+                const char *x = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "X-API-KEY");
+
+                if (x && snprintf(xauth, sizeof(xauth), "Bearer %s", x) < (int)sizeof(xauth))
+                        auth = xauth;
+        }
         if (!(r->route->flags & XB_ROUTE_PUBLIC) && !token_ok(h, auth, &r->tenant) &&
-            !((r->route->flags & XB_ROUTE_SIGNED) && xb_req_query(r, "sig", NULL))) {
+            !((r->route->flags & XB_ROUTE_SIGNED) && signed_credential(r))) {
                 if (auth)
                         h->auth_invalid++;
                 else
@@ -235,7 +267,8 @@ http_route_admit(struct xb_req *r, const char *method)
                 unsigned long long n = strtoull(clen, NULL, 10);
                 size_t max = (r->route->flags & XB_ROUTE_SINK) ? h->o.upload_max : h->o.body_max;
 
-                if (n > max) {
+                /* A proxied body streams through bounded buffers: no cap. */
+                if (n > max && !(r->route->flags & XB_ROUTE_PROXY)) {
                         xb_reply_error(r, 413, "body_too_large",
                                        (r->route->flags & XB_ROUTE_SINK) ? "upload smaller files, or raise --upload-max"
                                                                          : "send less; put large data in a file with PUT /v1/sandboxes/{id}/files",
@@ -310,4 +343,92 @@ http_unescape(void *cls, struct MHD_Connection *conn, char *s)
         }
         *out = '\0';
         return (size_t)(out - s);
+}
+
+/* ---- host routing ---- */
+
+bool
+xb_host_sandbox(const char *host, const char *domain, char *id, size_t cap, unsigned *port)
+{
+        size_t dlen = domain ? strlen(domain) : 0, hlen, idlen;
+        const char *dash, *dot;
+        unsigned long p;
+        char *end;
+
+        if (!host || !dlen || cap == 0)
+                return false;
+        hlen = strcspn(host, ":");
+        if (host[hlen] == ':' && strspn(host + hlen + 1, "0123456789") != strlen(host + hlen + 1))
+                return false;
+        /* "{port}-{id}." then the domain, compared without case */
+        if (hlen < dlen + 4 || host[hlen - dlen - 1] != '.' || strncasecmp(host + hlen - dlen, domain, dlen))
+                return false;
+        dot = host + hlen - dlen - 1;
+        if (!(host[0] >= '1' && host[0] <= '9'))
+                return false;
+        p = strtoul(host, &end, 10);
+        dash = end;
+        if (*dash != '-' || p == 0 || p > 65535 || dash - host > 5)
+                return false;
+        idlen = (size_t)(dot - dash - 1);
+        if (idlen == 0 || idlen >= cap)
+                return false;
+        for (size_t i = 0; i < idlen; i++) {
+                char c = dash[1 + i];
+
+                if (c >= 'A' && c <= 'Z')
+                        c = (char)(c - 'A' + 'a');
+                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+                        return false;
+                id[i] = c;
+        }
+        id[idlen] = '\0';
+        *port = (unsigned)p;
+        return true;
+}
+
+bool
+xb_req_host_routed(const struct xb_req *r)
+{
+        return r->host_routed;
+}
+
+/* Put prefix before a string we own. */
+static int
+prepend(char **s, const char *prefix)
+{
+        char *n = NULL;
+
+        if (asprintf(&n, "%s%s", prefix, *s ? *s : "") < 0)
+                return -ENOMEM;
+        free(*s);
+        *s = n;
+        return 0;
+}
+
+void
+http_host_route(struct xb_req *r)
+{
+        const struct xb_http_opts *o = &r->http->o;
+        char prefix[256];
+        char *scratch;
+
+        /* Only origin-form targets ("/..."): never "*" or an absolute URL. */
+        if (r->path[0] != '/' || (r->raw_uri && r->raw_uri[0] != '/'))
+                return;
+        for (size_t i = 0; i < o->nhost_routes; i++) {
+                prefix[0] = '\0';
+                if (!o->host_routes[i].claim(r, o->host_routes[i].data, prefix, sizeof(prefix)))
+                        continue;
+                if (prefix[0] != '/' || strlen(prefix) >= sizeof(prefix) - 1)
+                        return;
+                scratch = realloc(r->scratch, strlen(r->path) + strlen(prefix) + MAX_PARAMS + 1);
+                if (!scratch)
+                        return;
+                r->scratch = scratch;
+                if (prepend(&r->path, prefix) < 0 || (r->raw_uri && prepend(&r->raw_uri, prefix) < 0))
+                        return;
+                r->host_routed = true;
+                return;
+        }
 }

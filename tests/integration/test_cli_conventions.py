@@ -299,7 +299,9 @@ RUN_BAD = [("--timeout", "soon"), ("--timeout", "8d"), ("--cpu-time", "x"), ("--
 SERVE_BAD = [("--pool", "5000"), ("--pool", "x"), ("--max-sandboxes", "0"), ("--memory", "lots"),
              ("--memory", "1K"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"), ("--body-max", "x"),
              ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
-             ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b")]
+             ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b"),
+             ("--network-max", "lots"), ("--network-deny", "bad host!"), ("--package-source", "ftp://x"),
+             ("--dns-server", "nowhere"), ("--network-connections", "0"), ("--network-rate", "x")]
 MCP_BAD = [("--pool", "500"), ("--memory", "lots"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"),
            ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"), ("--cgroup-prefix", "")]
 # Long options of each command, to know which abbreviations are unique.
@@ -309,8 +311,10 @@ NAMES = {
             "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "allow-host", "public-url", "require-guide",
-              "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "help"],
+              "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
+              "require-guide",
+              "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
+              "dns-server", "network-connections", "network-rate", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
             "cgroup", "cgroup-prefix", "verbose", "help"],
 }

@@ -33,6 +33,7 @@ NPM_PACKAGES = {
 TOOLS = {
     # name: the arguments that may not be null (every other one must be nullable)
     "sandbox_create": set(),
+    "sandbox_network": set(),
     "sandbox_list": set(),
     "sandbox_delete": {"sandbox_id"},
     "run_command": {"cmd"},
@@ -45,6 +46,7 @@ TOOLS = {
     "process_read": {"pid"},
     "process_input": {"pid"},
     "process_kill": {"pid"},
+    "sandbox_ports": set(),
     "get_guide": set(),
 }
 

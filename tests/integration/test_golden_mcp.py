@@ -91,8 +91,9 @@ class McpRec:
 
 
 @pytest.fixture
-def mcp(server):
-    c = Mcp(server).initialize()
+def mcp(server_factory):
+    # A package source of its own: the host's (apt, npm) would vary by machine.
+    c = Mcp(server_factory("--package-source", "http://pkg.test/debian")).initialize()
     yield c
     c.close()
 
@@ -215,6 +216,12 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("run_code", "missing_code", {"language": "python"}, "error")
     m.call("run_code", "unknown_sandbox", {"language": "python", "code": "1", "sandbox_id": NO_SANDBOX}, "error")
 
+    # published ports (the default sandbox listens on none)
+    m.call("sandbox_ports", "ok", {}, "ok")
+    m.call("sandbox_ports", "share_without_port", {"action": "share"}, "error")
+    m.call("sandbox_ports", "bad_action", {"action": "open"}, "error")
+    m.call("sandbox_ports", "unknown_sandbox", {"sandbox_id": NO_SANDBOX}, "error")
+
     # sandboxes
     res = m.call("sandbox_create", "ok", {"timeout_s": 120, "limits": {"memory": 256 << 20, "cpus": 0.5,
                                                                         "pids": 64, "disk": None},
@@ -227,6 +234,13 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("sandbox_create", "unknown_argument", {"template": "ubuntu"}, "error")
     m.call("sandbox_list", "ok", {}, "ok", volatile={"state", "processes", "created_at_ms", "expires_in_ms"})
     m.call("sandbox_list", "unknown_argument", {"all": True}, "error")
+    m.call("sandbox_network", "read", {"sandbox_id": created, "mode": None, "allow": None, "deny": None}, "ok",
+           volatile={"stats"})
+    m.call("sandbox_network", "allowlist", {"sandbox_id": created, "mode": "allowlist", "allow": ["example.com"],
+                                            "deny": None}, "ok", volatile={"stats"})
+    m.call("sandbox_network", "bad_mode", {"sandbox_id": created, "mode": "everything"}, "error")
+    m.call("sandbox_network", "bad_rule", {"sandbox_id": created, "mode": "allowlist", "allow": ["10.0.0.0/99"]},
+           "error")
     m.call("sandbox_delete", "ok", {"sandbox_id": created}, "ok")
     m.call("sandbox_delete", "again", {"sandbox_id": created}, "error")
     m.call("sandbox_delete", "unknown", {"sandbox_id": NO_SANDBOX}, "error")

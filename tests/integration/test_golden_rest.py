@@ -185,6 +185,13 @@ def test_golden_sandboxes(rec_of):
     g.error("keepalive.bad_json", g.call("POST", f"{S}/{sid}/keepalive", raw="{"))
     g.ok("keepalive.ok", g.call("POST", f"{S}/{sid}/keepalive", {"timeout_s": 600}), 200, volatile={"state"})
     g.ok("keepalive.empty_body", g.call("POST", f"{S}/{sid}/keepalive", raw=""), 200, volatile={"state"})
+    for name, body in {"network.bad_mode": {"mode": "everything"}, "network.unknown_field": {"ports": [80]},
+                       "network.bad_cidr": {"mode": "allowlist", "allow": ["10.0.0.0/99"]},
+                       "network.allow_without_allowlist": {"mode": "open", "allow": ["example.com"]}}.items():
+        g.error(name, g.call("PATCH", f"{S}/{sid}/network", body))
+    g.error("network.create_bad_mode", g.call("POST", S, {"network": "everything"}))
+    g.error("network.unknown_id", g.call("GET", f"{S}/{NO_SANDBOX}/network"))
+    g.error("network.log_bad_limit", g.call("GET", f"{S}/{sid}/network/log?limit=0"))
     g.ok("delete.ok", g.call("DELETE", f"{S}/{sid}"), 204)
     g.error("get.deleted", g.call("GET", f"{S}/{sid}"))
     g.error("exec.deleted", g.call("POST", f"{S}/{sid}/exec", {"cmd": "true"}))

@@ -311,7 +311,7 @@ def test_nonexistent_overlong_and_odd_ids(box):
 
 def test_unknown_routes_and_wrong_methods(box):
     srv, sid = box
-    for path in ["/", "/v1", "/v2/sandboxes", "/v1/sandbox", f"/v1/sandboxes/{sid}/execute", "/v1/sandboxes/",
+    for path in ["/", "/v1", "/v3/sandboxes", "/v1/sandbox", f"/v1/sandboxes/{sid}/execute", "/v1/sandboxes/",
                  f"/v1/sandboxes/{sid}/", "/etc/passwd", "/v1/sandboxes//exec", "/healthz/x"]:
         r = srv.get(path)
         assert r.status_code == 404, f"GET {path}: {r.status_code}"

@@ -131,6 +131,7 @@ static const struct {
         const char *required;   /* the arguments that may not be null, space-separated */
 } expected_tools[] = {
         { "sandbox_create", "" },
+        { "sandbox_network", "" },
         { "sandbox_list", "" },
         { "sandbox_delete", "sandbox_id" },
         { "run_command", "cmd" },
@@ -143,6 +144,7 @@ static const struct {
         { "process_read", "pid" },
         { "process_input", "pid" },
         { "process_kill", "pid" },
+        { "sandbox_ports", "" },
         { "get_guide", "" },
 };
 
@@ -387,8 +389,10 @@ Test(catalog, op_args)
 Test(catalog, tools_name_operations)
 {
         static const char *const ops[] = {
-                "sandbox_create", "sandbox_list", "sandbox_delete", "run_command", "process_start", "process_read",
-                "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code", NULL,
+                "sandbox_create", "sandbox_network", "sandbox_list", "sandbox_delete", "run_command", "process_start",
+                "process_read", "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
+                "sandbox_ports",
+                NULL,
         };
 
         for (size_t i = 0; i < xb_catalog_count(); i++) {

@@ -1,0 +1,100 @@
+/* A sandbox's egress as the engine sees it: its policy against the
+ * operator's ceiling, the environment that points its processes at the
+ * proxy, and its sockets attached when init is ready. The proxy, the DNS
+ * and the decisions are net/'s. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "core/core.h"
+
+static const char *const proxy_env[] = {
+        "HTTP_PROXY=" XB_NET_PROXY_URL, "HTTPS_PROXY=" XB_NET_PROXY_URL, "http_proxy=" XB_NET_PROXY_URL,
+        "https_proxy=" XB_NET_PROXY_URL, "ALL_PROXY=socks5h://127.0.0.1:3128", "all_proxy=socks5h://127.0.0.1:3128",
+        "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+        /* npm reads its own names before the standard ones. */
+        "npm_config_proxy=" XB_NET_PROXY_URL, "npm_config_https_proxy=" XB_NET_PROXY_URL,
+        NULL,
+};
+
+int
+xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err)
+{
+        if (!s->net) {
+                if (p->mode == XB_NET_NONE)
+                        return 0;
+                return xb_err_code(err, XB_E_NETWORK_UNAVAILABLE, EOPNOTSUPP, NULL,
+                                   "this server gives sandboxes no network (it runs without egress)");
+        }
+        if (p->mode > xb_netsys_max(s->net))
+                return xb_err_code(err, XB_E_NETWORK_FORBIDDEN, EPERM, NULL,
+                                   "network mode `%s` is above this server's ceiling, `%s`", xb_netmode_name(p->mode),
+                                   xb_netmode_name(xb_netsys_max(s->net)));
+        return 0;
+}
+
+int
+xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err)
+{
+        int r = xb_core_network_check(x->core, p, err);
+
+        if (r < 0)
+                return r;
+        if (x->net)
+                xb_net_set_policy(x->net, p);
+        return 0;
+}
+
+const char *const *
+xb_sbx_net_env(const struct xb_sbx *x)
+{
+        if (!x->net || xb_net_policy(x->net)->mode == XB_NET_NONE)
+                return NULL;
+        return proxy_env;
+}
+
+json_t *
+xb_sbx_network_json(const struct xb_sbx *x)
+{
+        json_t *j, *srv;
+
+        if (!x->net)
+                return json_pack("{s:s,s:[],s:[],s:b}", "mode", "none", "allow", "deny", "available", 0);
+        j = xb_netpol_json(xb_net_policy(x->net));
+        srv = xb_netsys_json(x->core->net);
+        json_object_set_new(j, "available", json_true());
+        json_object_set_new(j, "proxy", json_string(XB_NET_PROXY_URL));
+        json_object_set_new(j, "dns", json_string("127.0.0.1"));
+        json_object_set(j, "ceiling", json_object_get(srv, "max"));
+        json_object_set(j, "server_deny", json_object_get(srv, "deny"));
+        json_object_set(j, "package_sources", json_object_get(srv, "package_sources"));
+        json_object_set_new(j, "stats", xb_net_stats_json(x->net));
+        json_decref(srv);
+        return j;
+}
+
+json_t *
+xb_sbx_network_log(const struct xb_sbx *x, uint64_t offset, unsigned limit)
+{
+        if (!x->net)
+                return json_pack("{s:[],s:i,s:i,s:i}", "entries", "first_offset", 0, "next_offset", 0, "dropped", 0);
+        return xb_net_log_json(x->net, offset, limit);
+}
+
+void
+xb__sbx_network_ready(struct xb_sbx *x)
+{
+        struct xb_err err = { 0 };
+        int fds[3], r;
+
+        if (!x->net)
+                return;
+        r = xb_sandbox_take_net(x->sb, fds);
+        if (r < 0) {
+                xb_warn("sandbox %s: no egress sockets (%s)", x->id, strerror(-r));
+                return;
+        }
+        if (xb_net_attach(x->net, fds, &err) < 0)
+                xb_warn("sandbox %s: %s", x->id, err.msg);
+}

@@ -1,0 +1,79 @@
+/* Egress: the daemon side of a sandbox's network. A sandbox has no
+ * interface but loopback; its setup child binds 127.0.0.1:3128 (TCP) and
+ * 127.0.0.1:53 (UDP and TCP) inside the sandbox's network namespace and
+ * hands those sockets to the daemon, which serves them on its loop:
+ *   - 3128 is an HTTP proxy (CONNECT, and plain http:// requests
+ *     forwarded) and a SOCKS5 proxy (CONNECT) on the same port;
+ *   - 53 answers names the policy allows (relayed to the host's resolver
+ *     through c-ares) and NXDOMAIN for the rest.
+ * Every connection is decided by the sandbox's policy (policy.h) on the
+ * name, then again on each resolved address just before connect(2): the
+ * always-refused ranges (addr.h), the host's own addresses, the
+ * server-wide deny list. Nothing inside can reach anything else: there is
+ * no route out of the namespace. Each decision is logged per sandbox.
+ * Connections per sandbox are capped and their bytes share one token
+ * bucket; every read is bounded, so one sandbox cannot starve another.
+ * Nothing here blocks the loop. docs/network.md has the why. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/loop.h"
+#include "net/policy.h"
+
+#define XB_NET_PROXY_PORT 3128
+#define XB_NET_DNS_PORT 53
+#define XB_NET_CONNS_DEFAULT 64
+#define XB_NET_CONNS_TOTAL 4096
+#define XB_NET_LOG_MAX 1000
+
+/* The proxy's address as processes inside see it (their env). */
+#define XB_NET_PROXY_URL "http://127.0.0.1:3128"
+
+struct xb_netsys_opts {
+        enum xb_netmode max;          /* the operator's ceiling */
+        const char *const *deny;      /* server-wide deny rules */
+        size_t ndeny;
+        const char *const *sources;   /* package source URLs (mode packages) */
+        size_t nsources;
+        bool npm_registry;            /* also ask `npm config get registry` (at start, off the loop) */
+        const char *dns_server;       /* "IP" or "IP:PORT"; NULL: the host's resolv.conf */
+        unsigned conns_max;           /* per sandbox; 0: XB_NET_CONNS_DEFAULT */
+        uint64_t rate;                /* bytes per second per sandbox; 0: unbounded */
+};
+
+struct xb_netsys_stats {
+        uint64_t allowed, denied;     /* connections decided */
+        uint64_t bytes_out, bytes_in; /* sandbox to the world, and back */
+        uint64_t dns_answered, dns_refused;
+        uint64_t conns_open;
+};
+
+struct xb_netsys;
+struct xb_net;
+
+int xb_netsys_open(const struct xb_netsys_opts *o, struct xb_loop *loop, struct xb_netsys **ret,
+                   struct xb_err *err);
+void xb_netsys_close(struct xb_netsys *ns);
+const struct xb_netsys_stats *xb_netsys_stats(const struct xb_netsys *ns);
+enum xb_netmode xb_netsys_max(const struct xb_netsys *ns);
+/* {"max", "deny", "package_sources"}: what the operator set. */
+json_t *xb_netsys_json(const struct xb_netsys *ns);
+
+/* A sandbox's egress state, with policy `none` and no sockets yet. */
+struct xb_net *xb_net_new(struct xb_netsys *ns, const char *id);
+/* Serve the sockets the setup child made (proxy TCP, DNS UDP, DNS TCP);
+ * takes them, closing them on failure. */
+int xb_net_attach(struct xb_net *n, const int fds[3], struct xb_err *err);
+/* Replace the policy (takes a reference); the next connection uses it. */
+void xb_net_set_policy(struct xb_net *n, struct xb_netpol *p);
+const struct xb_netpol *xb_net_policy(const struct xb_net *n);
+/* Close every connection and socket; safe on NULL. */
+void xb_net_free(struct xb_net *n);
+/* The log from offset: {"entries", "first_offset", "next_offset", "dropped"}. */
+json_t *xb_net_log_json(const struct xb_net *n, uint64_t offset, unsigned limit);
+/* {"connections", "allowed", "denied", "bytes_out", "bytes_in"} so far. */
+json_t *xb_net_stats_json(const struct xb_net *n);

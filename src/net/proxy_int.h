@@ -1,0 +1,68 @@
+/* The proxy's connection, shared by its state machine (proxy.c) and its
+ * request parsers (proxy_parse.c). */
+#pragma once
+#include "net/net_int.h"
+
+enum cstate { C_HEAD, C_RESOLVE, C_CONNECT, C_RELAY, C_CLOSING };
+enum ckind { K_UNKNOWN, K_CONNECT, K_FORWARD, K_SOCKS };
+
+/* One direction's bytes in flight: a buffer (request heads, replies, and
+ * whatever came with them), then, once relaying, a pipe that splice(2)
+ * moves the rest through without copying it into the daemon. Buffer bytes
+ * always go out before pipe bytes. */
+struct cbuf {
+        uint8_t *b;
+        size_t off, len;              /* data is b[off, off+len) */
+        int pr, pw;                   /* the pipe, or -1: relay through b */
+        size_t plen, pcap;            /* bytes in the pipe, its size */
+};
+
+#define XB_NET_PIPE (256u << 10)
+
+struct xb_conn {
+        struct xb_net *net;           /* NULL once the sandbox went (a lookup may still answer) */
+        struct xb_conn *prev, *next;
+        struct xb_defer defer;
+        enum cstate st;
+        enum ckind kind;
+        int cfd, ufd;
+        struct xb_io cio, uio;
+        uint32_t cwant, uwant;
+        struct xb_timer timer;
+        struct cbuf up, down;         /* sandbox -> world, world -> sandbox */
+        bool c_eof, u_eof, u_shut, c_shut, throttled, resolving, dead;
+        bool socks_greeted, tried;
+        struct xb_loop *loop;
+        char host[XB_NETNAME_MAX + 1];
+        uint16_t port;
+        bool literal;
+        struct xb_netpol *pol;
+        enum xb_verdict verdict;
+        char rule[128], addr[INET6_ADDRSTRLEN], last_why[96];
+        struct ares_addrinfo *ai;
+        struct ares_addrinfo_node *node;
+        uint64_t logoff, out, in;
+        char *fwd_head;               /* the rebuilt request head (K_FORWARD) */
+        size_t fwd_len;
+};
+
+/* SOCKS5 reply codes (RFC 1928 section 6). */
+#define SOCKS_OK 0
+#define SOCKS_FAIL 1
+#define SOCKS_RULESET 2
+#define SOCKS_UNREACH 4
+#define SOCKS_REFUSED 5
+#define SOCKS_BADCMD 7
+#define SOCKS_BADATYP 8
+
+/* proxy.c */
+void xb__px_say(struct xb_conn *c, const void *data, size_t len);
+void xb__px_http_reply(struct xb_conn *c, int status, const char *reason, const char *body);
+void xb__px_socks_reply(struct xb_conn *c, uint8_t code);
+void xb__px_closing(struct xb_conn *c);
+void xb__px_close(struct xb_conn *c);
+void xb__px_update(struct xb_conn *c);
+/* Decide c's target and look it up (c->host, c->port, c->kind are set). */
+void xb__px_resolve(struct xb_conn *c);
+/* proxy_parse.c: the request in c->up, once more of it has come. */
+void xb__px_parse_head(struct xb_conn *c);

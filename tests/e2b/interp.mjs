@@ -1,0 +1,67 @@
+// runCode and contexts through the unmodified @e2b/code-interpreter SDK.
+import { Sandbox } from '@e2b/code-interpreter'
+import { check, eq, ok, done } from './lib.mjs'
+
+const sbx = await Sandbox.create()
+
+await check('state across calls', async () => {
+  await sbx.runCode('x = 41')
+  const e = await sbx.runCode('x + 1')
+  eq(e.text, '42')
+  ok(e.executionCount >= 2, 'execution count')
+})
+await check('stdout, stderr and callbacks', async () => {
+  const out = []
+  const e = await sbx.runCode('import sys\nprint("o")\nprint("e", file=sys.stderr)', { onStdout: (m) => out.push(m.line) })
+  eq(e.logs.stdout, ['o\n'])
+  eq(e.logs.stderr, ['e\n'])
+  eq(out, ['o\n'])
+})
+await check('errors: name, value, traceback', async () => {
+  const e = await sbx.runCode('1/0')
+  eq([e.error.name, e.error.value], ['ZeroDivisionError', 'division by zero'])
+  ok(e.error.traceback.includes('ZeroDivisionError'), 'traceback text')
+})
+await check('display data: a matplotlib PNG', async () => {
+  const e = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()')
+  const png = e.results.find((r) => r.png)
+  ok(png, 'a png result')
+  eq(Buffer.from(png.png, 'base64').subarray(1, 4).toString(), 'PNG')
+  eq(png.isMainResult, false)
+})
+await check('a pandas DataFrame as HTML, the main result', async () => {
+  const e = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2]})')
+  ok(e.results[0].html.includes('<table'), 'html table')
+  eq(e.results[0].isMainResult, true)
+  ok(e.text.includes('a'), 'text too')
+})
+await check('contexts: create, isolated state, list, restart, remove', async () => {
+  const ctx = await sbx.createCodeContext({ language: 'python' })
+  eq(ctx.language, 'python')
+  await sbx.runCode('y = 5', { context: ctx })
+  eq((await sbx.runCode('y', { context: ctx })).text, '5')
+  eq((await sbx.runCode('y')).error.name, 'NameError', 'the default context is separate')
+  ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id), 'listed')
+  await sbx.restartCodeContext(ctx)
+  eq((await sbx.runCode('y', { context: ctx })).error.name, 'NameError', 'restarted')
+  await sbx.removeCodeContext(ctx)
+  ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id), 'removed')
+})
+await check('javascript and bash', async () => {
+  eq((await sbx.runCode('2 + 3', { language: 'javascript' })).text, '5')
+  eq((await sbx.runCode('echo hi', { language: 'bash' })).logs.stdout.join(''), 'hi\n')
+})
+await check('a timeout interrupts the cell, and the kernel lives on', async () => {
+  let threw = false
+  try {
+    await sbx.runCode('import time\ntime.sleep(30)', { timeoutMs: 1000 })
+  } catch (e) {
+    threw = e.name === 'TimeoutError' || e.constructor.name === 'TimeoutError'
+  }
+  ok(threw, 'TimeoutError')
+  const t0 = Date.now()
+  eq((await sbx.runCode('x')).text, '41', 'state kept')
+  ok(Date.now() - t0 < 10_000, 'the interrupted cell did not hold the kernel')
+})
+await sbx.kill()
+done()
