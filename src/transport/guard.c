@@ -12,7 +12,8 @@
  * - A POST, PUT or PATCH body is JSON: one sent as a type a form can send
  *   (text/plain, ...) without a preflight is refused (415). A streamed
  *   upload is a PUT, which no page sends without a preflight, so it takes
- *   any type. /mcp keeps its own Origin rule (loopback origins,
+ *   any type. A published port's routes take any type, and a Host that
+ *   --sandbox-domain's host routing claimed passes. /mcp keeps its own Origin rule (loopback origins,
  *   --mcp-allowed-host; 403 for a bad Host too) and Content-Type check. */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -145,6 +146,11 @@ http_guard_host(struct xb_req *r, const char *method)
         /* A unix socket is out of a browser's reach; no auth is loopback only. */
         bool check = ((h->loopback && !h->unix_path[0]) || !h->o.ntokens) && !public_read;
 
+        /* A Host that a host route claimed ({port}-{id}.D) is under the
+         * operator's --sandbox-domain: a name they chose, not a rebinding. */
+        if (r->host_routed)
+                return true;
+
         if (check && host && !host_ok(r, host, mcp)) {
                 if (mcp)
                         xb_reply_error(r, 403, "forbidden_origin", "connect from localhost, without a foreign Origin",
@@ -208,8 +214,10 @@ http_guard_content_type(struct xb_req *r, const char *method)
         const char *ct = xb_req_header(r, "Content-Type");
         bool sink = r->route->flags & XB_ROUTE_SINK;
 
+        /* A published port's body is its server's business: a page of its own
+         * origin may post a form to it (a foreign Origin was refused above). */
         if ((strcmp(method, "POST") && strcmp(method, "PUT") && strcmp(method, "PATCH")) ||
-            (r->route->flags & XB_ROUTE_MCP))
+            (r->route->flags & (XB_ROUTE_MCP | XB_ROUTE_PROXY)))
                 return true;
         /* An upload's bytes are its own type, refused only as a form's on a
          * POST (a PUT always has a preflight). A body without a type is the

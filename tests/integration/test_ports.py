@@ -420,6 +420,15 @@ def test_host_routing(app):
     # POST bodies too.
     r = srv.request("POST", "/p", data=b"x" * 1000, headers={"Host": host})
     assert r.json()["bytes"] == 1000
+    # A page of the sandbox's own origin may post a form to its server...
+    r = srv.request("POST", "/p", data=b"a=1", headers={"Host": host, "Origin": f"http://{host}",
+                                                        "Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 200 and r.json()["bytes"] == 3, r.text
+    # ...but a foreign page may not, and a rebinding name is still refused.
+    expect_error(srv.request("POST", "/p", data=b"a=1", headers={"Host": host, "Origin": "http://evil.example",
+                                                                 "Content-Type": "text/plain"}),
+                 403, "forbidden_origin")
+    expect_error(srv.get(ports(sid, f"/{APP_PORT}/"), headers={"Host": "rebind.evil.example"}), 421, "forbidden_host")
     # No token, another tenant's, a sandbox that does not exist.
     expect_error(srv.get("/", headers={"Host": host}, token=None), 401, "unauthorized")
     expect_error(srv.get("/", headers={"Host": host}, token=TOKEN_B), 404, "sandbox_not_found")
