@@ -611,7 +611,7 @@ const struct xb_route e2b_envd_fs_routes[] = {
         FS("Move", fs_move),
         FS("Remove", fs_remove),
         { "GET", E2B_ENVD_PREFIX "/files", files_get, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
-        { "POST", E2B_ENVD_PREFIX "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
+        { "POST", E2B_ENVD_PREFIX "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN | XB_ROUTE_ANYTYPE, NULL },
         { "GET", E2B_ENVD_PREFIX "/health", health, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
         { "GET", E2B_ENVD_PREFIX "/metrics", metrics, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
 };

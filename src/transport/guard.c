@@ -208,6 +208,17 @@ has_body(const struct xb_req *r)
         return te && strcasestr(te, "chunked");
 }
 
+/* A credential header is not CORS-safelisted: a page can send it only
+ * after a preflight, which a foreign Origin fails. E2B's SDK uploads its
+ * files as a multipart form or raw bytes, with its access token beside
+ * them (XB_ROUTE_ANYTYPE). */
+static bool
+preflighted(const struct xb_req *r)
+{
+        return xb_req_header(r, "Authorization") || xb_req_header(r, "X-API-KEY") ||
+               xb_req_header(r, "X-Access-Token");
+}
+
 bool
 http_guard_content_type(struct xb_req *r, const char *method)
 {
@@ -223,7 +234,9 @@ http_guard_content_type(struct xb_req *r, const char *method)
          * POST (a PUT always has a preflight). A body without a type is the
          * API's JSON: a page cannot send one without its Origin. A bodiless
          * request carries nothing a page chose. */
-        if (sink ? strcmp(method, "POST") || !ct || !is_form_type(ct) : !has_body(r) || !ct || is_json(ct))
+        if (sink ? strcmp(method, "POST") || !ct || !is_form_type(ct) || preflighted(r)
+                 : !has_body(r) || !ct || is_json(ct) ||
+                   ((r->route->flags & XB_ROUTE_ANYTYPE) && preflighted(r)))
                 return true;
         if (sink)
                 xb_reply_error(r, 415, "unsupported_media_type",

@@ -38,6 +38,9 @@ typedef void (*xb_handler)(struct xb_req *req);
  * XB_ROUTE_SIGNED, the credential is XB_SHARE_PARAM, as a query or a cookie. */
 #define XB_ROUTE_PROXY 0x40u
 #define XB_ROUTE_XAPIKEY 0x80u  /* `X-API-KEY: <token>` also authenticates (E2B's clients) */
+/* The body is of the route's own type when a credential header (which
+ * forces a preflight) comes with it: E2B's multipart and raw /files. */
+#define XB_ROUTE_ANYTYPE 0x100u
 #define XB_SHARE_PARAM "xb_share"
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
