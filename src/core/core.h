@@ -242,6 +242,8 @@ void xb_watcher_create(struct xb_sbx *x, const char *path, bool recursive, uint3
 json_t *xb_watcher_take(struct xb_sbx *x, const char *id);
 /* -ENOENT when there is no such watcher. */
 int xb_watcher_delete(struct xb_sbx *x, const char *id);
+/* At the sandbox's end: free what is left (its watches are gone). */
+void xb_watchers_free(struct xb_sbx *x);
 
 /* ---- processes (proc.c, proc_wait.c) ---- */
 struct xb_call;

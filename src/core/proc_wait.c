@@ -124,7 +124,8 @@ waiter_drop(struct proc_waiter *w)
                         break;
                 }
         xb_timer_stop(&w->timer);
-        xb_sbx_wait_end(p->sbx);
+        if (w->kind != W_ATTACH)
+                xb_sbx_wait_end(p->sbx);
         free(w);
 }
 
@@ -171,7 +172,10 @@ waiter_add(struct xb_proc *p, struct xb_call *c, const struct proc_waiter *tmpl,
         w->proc = p;
         w->call = c;
         p->waiters = w;
-        xb_sbx_wait_begin(p->sbx);
+        /* An attached stream may last as long as the process: it must not
+         * hold off the sandbox's expiry or a pause as a wait does. */
+        if (w->kind != W_ATTACH)
+                xb_sbx_wait_begin(p->sbx);
         xb_call_on_cancel(c, waiter_cancel, w);
         if (timeout_ms)
                 xb_timer_start(p->sbx->core->loop, &w->timer, timeout_ms, waiter_timeout, w);

@@ -88,6 +88,7 @@ sbx_free(void *p)
 {
         struct xb_sbx *x = p;
 
+        xb_watchers_free(x);   /* ended ones whose last events were never taken */
         xb_strv_free(x->env);
         json_decref(x->metadata);
         free(x->pending);

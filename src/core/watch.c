@@ -317,3 +317,15 @@ xb_watcher_delete(struct xb_sbx *x, const char *id)
         watcher_unlink(wr);
         return 0;
 }
+
+void
+xb_watchers_free(struct xb_sbx *x)
+{
+        while (x->watchers) {
+                struct xb_watcher *wr = x->watchers;
+
+                /* A live watch holds a ref on x: at its last, every watch
+                 * has ended (wr_end) and only ended watchers are left. */
+                watcher_unlink(wr);
+        }
+}

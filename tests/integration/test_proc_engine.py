@@ -334,3 +334,26 @@ def test_mcp_subscription_hears_a_shell_write(execbox):
     finally:
         p.stdin.close()
         p.wait(30)
+
+
+def test_watcher_reports_its_directory_gone_and_an_attached_stream_does_not_hold_the_lease(server):
+    sid = server.create(timeout_s=3)["id"]
+    server.sh(sid, "mkdir -p /home/user/gone")
+    r = server.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user/gone"})
+    expect(r, 201)
+    wid = r.json()["watcher_id"]
+    server.sh(sid, "touch /home/user/gone/x && rm -r /home/user/gone")
+    o = wait_until(lambda: (lambda j: j if j.get("ended") else None)(
+        server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events").json()), 5)
+    assert o and o["ended"] is True, o
+    expect_error(server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 404, "watcher_not_found")
+    # A stream attached to a process that never ends: the lease still runs out.
+    p = start(server, sid, cmd="sleep 1000")
+    t0 = time.monotonic()
+    resp = requests.get(f"{server.url}/v1/sandboxes/{sid}/processes/{p['pid']}/stream",
+                        headers={**server.headers(), "Accept": "text/event-stream"}, stream=True, timeout=30)
+    expect(resp, 200)
+    events = sse_events(resp, t0)
+    assert events and events[-1][1] in ("result", "error"), events
+    assert time.monotonic() - t0 < 15, "the attached stream kept the sandbox alive"
+    expect_error(server.get(f"/v1/sandboxes/{sid}"), 404)
