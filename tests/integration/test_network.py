@@ -142,6 +142,9 @@ def test_allowlist_domains_wildcards_cidrs_and_deny_wins(srv, net, trap_clean):
                      "w.test": "403", fakenet.CIDR_HOST: "200"}, codes
     code, body = fetch(srv, sid, "http://a.test/who")
     assert "host=a.test" in body
+    # A Host header of its own does not reach a host the policy did not allow (domain fronting).
+    code, body = fetch(srv, sid, "http://a.test/who", "-H 'Host: b.test'")
+    assert code == "200" and "host=a.test" in body, body
     # DNS answers what the policy allows, and only that.
     assert A in run(srv, sid, "getent hosts a.test")["stdout"]
     assert run(srv, sid, "getent hosts b.test")["exit_code"] != 0
