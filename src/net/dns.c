@@ -217,10 +217,19 @@ tcp_close(struct xb_dnstcp *t)
                         n->ndnstcp--;
                         break;
                 }
-        /* A query in flight answers into nothing. */
-        for (struct xb_dnsq *q = n->queries; q; q = q->next)
-                if (q->tcp == t)
-                        q->tcp = NULL, q->net = NULL;
+        /* A query in flight leaves the list and answers into nothing. */
+        for (struct xb_dnsq **pp = &n->queries; *pp;) {
+                struct xb_dnsq *q = *pp;
+
+                if (q->tcp != t) {
+                        pp = &q->next;
+                        continue;
+                }
+                *pp = q->next;
+                n->nqueries--;
+                q->tcp = NULL;
+                q->net = NULL;
+        }
         xb_loop_defer(n->ns->loop, &t->defer, tcp_free, t);
 }
 

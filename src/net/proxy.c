@@ -200,8 +200,8 @@ deny_as(struct xb_conn *c, const char *why, bool never)
                 snprintf(body, sizeof(body),
                          "execbox: egress to %s:%u refused (%s; this sandbox's network mode is %s).\n"
                          "Only the sandbox's owner can change that: ask the user to allow this host, e.g. with "
-                         "PATCH /v1/sandboxes/{id}/network {\"mode\": \"allowlist\", \"allow\": [\"%s\"]}.\n",
-                         c->host, c->port, why, xb_netmode_name(n->pol->mode), c->host);
+                         "PATCH /v1/sandboxes/%s/network {\"mode\": \"allowlist\", \"allow\": [\"%s\"]}.\n",
+                         c->host, c->port, why, xb_netmode_name(n->pol->mode), n->id, c->host);
         xb__px_http_reply(c, 403, "Forbidden", body);
 }
 

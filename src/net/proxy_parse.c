@@ -82,26 +82,31 @@ hop_header(const char *line, size_t len)
 
 /* The head to send upstream: origin-form request line, hop-by-hop headers
  * dropped, Connection: close (each request opens its own connection, so a
- * kept-alive client cannot reuse it for another host). */
+ * kept-alive client cannot reuse it for another host). Host is always the
+ * URL's, the host the policy decided on: a different one would let a
+ * shared front end (a CDN) serve a host the policy never allowed. Per-host
+ * header injection (secrets) goes here. */
 static int
 forward_head(struct xb_conn *c, const char *method, size_t mlen, const char *path, size_t plen, const char *ver,
              size_t vlen, const char *hdrs, size_t hlen)
 {
         size_t cap = mlen + plen + vlen + hlen + XB_NETNAME_MAX + 64;
         char *o = malloc(cap), *p;
-        bool have_host = false;
         const char *line = hdrs, *end = hdrs + hlen;
+        bool v6 = strchr(c->host, ':') != NULL;
 
         if (!o)
                 return -ENOMEM;
         p = o + sprintf(o, "%.*s %.*s %.*s\r\n", (int)mlen, method, (int)plen, path, (int)vlen, ver);
+        p += sprintf(p, "Host: %s%s%s", v6 ? "[" : "", c->host, v6 ? "]" : "");
+        if (c->port != 80)
+                p += sprintf(p, ":%u", c->port);
+        p += sprintf(p, "\r\n");
         while (line < end) {
                 const char *nl = memmem(line, (size_t)(end - line), "\r\n", 2);
                 size_t ll = nl ? (size_t)(nl - line) : (size_t)(end - line);
 
-                if (ll && !hop_header(line, ll)) {
-                        if (ll >= 5 && !strncasecmp(line, "host:", 5))
-                                have_host = true;
+                if (ll && !hop_header(line, ll) && !(ll >= 5 && !strncasecmp(line, "host:", 5))) {
                         memcpy(p, line, ll);
                         p += ll;
                         *p++ = '\r';
@@ -109,8 +114,6 @@ forward_head(struct xb_conn *c, const char *method, size_t mlen, const char *pat
                 }
                 line += ll + 2;
         }
-        if (!have_host)
-                p += sprintf(p, c->port == 80 ? "Host: %s\r\n" : "Host: %s:%u\r\n", c->host, c->port);
         p += sprintf(p, "Connection: close\r\n\r\n");
         c->fwd_head = o;
         c->fwd_len = (size_t)(p - o);

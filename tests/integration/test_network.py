@@ -142,6 +142,9 @@ def test_allowlist_domains_wildcards_cidrs_and_deny_wins(srv, net, trap_clean):
                      "w.test": "403", fakenet.CIDR_HOST: "200"}, codes
     code, body = fetch(srv, sid, "http://a.test/who")
     assert "host=a.test" in body
+    # A Host header of its own does not reach a host the policy did not allow (domain fronting).
+    code, body = fetch(srv, sid, "http://a.test/who", "-H 'Host: b.test'")
+    assert code == "200" and "host=a.test" in body, body
     # DNS answers what the policy allows, and only that.
     assert A in run(srv, sid, "getent hosts a.test")["stdout"]
     assert run(srv, sid, "getent hosts b.test")["exit_code"] != 0
@@ -517,3 +520,25 @@ def test_apt_get_install_as_root_in_packages_mode(real):
             user="root", timeout=300)
     assert r["exit_code"] == 0 and "Hello, world!" in r["stdout"], r
     real.remove(sid)
+
+
+def test_bandwidth_is_bounded_per_sandbox(server_factory, net):
+    slow = server_factory("--dns-server", fakenet.DNS_ADDR, "--network-rate", "4M", pool=0)
+    hog = slow.create(network="open")["id"]
+    other = slow.create(network="open")["id"]
+    started = time.monotonic()
+    pid = slow.post(f"/v1/sandboxes/{hog}/processes",
+                    {"cmd": "curl -s -o /dev/null -w '%{size_download} %{time_total}' "
+                            "http://a.test/bytes/12000000"}).json()["pid"]
+    time.sleep(0.5)
+    # The other sandbox has a bucket of its own.
+    t0 = time.monotonic()
+    code, _ = fetch(slow, other, "http://a.test/bytes/1000000")
+    assert code == "200" and time.monotonic() - t0 < 2.5, time.monotonic() - t0
+    res = slow.post(f"/v1/sandboxes/{hog}/processes/{pid}/wait", {"timeout_s": 30}).json()
+    size, secs = res["stdout"].split()
+    assert int(size) == 12000000, res
+    # 4 MiB/s after a burst of a quarter second's worth: at least ~2.5 s for 12 MB.
+    assert float(secs) >= 2.3 and time.monotonic() - started >= 2.3, res
+    slow.remove(hog)
+    slow.remove(other)

@@ -287,13 +287,15 @@ def load_checkdeps():
 def test_table_is_the_architecture():
     t = load_checkdeps().Table(LAYERS)
     below = {name: set(allowed) for name, allowed in t.allowed.items()}
-    engine = {'base', 'proto', 'sandbox', 'proc', 'core', 'ops'}
+    engine = {'base', 'proto', 'sandbox', 'proc', 'net', 'core', 'ops'}
     assert below['base'] == set()
     assert below['proto'] == {'base'}
     assert below['sandbox'] == {'base', 'proto'}
     assert below['init'] == {'base', 'proto', 'sandbox'}
     assert below['proc'] == {'base', 'proto', 'sandbox'}
-    assert below['core'] == {'base', 'proto', 'sandbox', 'proc'}
+    # egress (the proxy, the DNS, policies) knows no sandbox: only base
+    assert below['net'] == {'base'}
+    assert below['core'] == {'base', 'proto', 'sandbox', 'proc', 'net'}
     assert below['ops'] == engine - {'ops'}
     assert below['transport'] == {'base'}
     for a in ('rest', 'mcp', 'e2b', 'judge'):
