@@ -173,6 +173,28 @@ $(BUILD)/fuzz/fuzz_conf: tests/fuzz/fuzz_conf.c src/cli/config.c src/base/err.c
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+FUZZ_FLAGS := -std=gnu17 -g -O1 -Wall -Wextra -Werror -Wno-missing-field-initializers -Isrc \
+  -fsanitize=address,undefined -fno-sanitize-recover=undefined
+$(BUILD)/fuzz/fuzz_jsonv: tests/fuzz/fuzz_jsonv.c src/ops/jsonv.c src/proc/env.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS)
+
+$(BUILD)/fuzz/fuzz_route: tests/fuzz/fuzz_route.c src/transport/route.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $(filter %.c,$^)
+
+# Targets deep in the daemon (MCP's framing) link the whole library, built
+# again with clang and coverage under $(BUILD)/fuzz-obj.
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o)
+$(BUILD)/fuzz-obj/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC $< (fuzz)"; $(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(filter-out -D_FORTIFY_SOURCE%,$(filter -D%,$(CFLAGS))) $(PKG_CFLAGS) \
+	  -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_jsonrpc: tests/fuzz/fuzz_jsonrpc.c $(FUZZ_LIB_OBJ) $(BUILD)/blobs.o $(BUILD)/init_hash.o $(BUILD)/git_commit.o
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $(filter %.c %.o,$^) $(PKG_LIBS)
+
 fuzz: $(FUZZ_BIN)
 
 fuzz-replay: $(FUZZ_BIN)
