@@ -213,6 +213,21 @@ integration: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
+# The integration suite on the ASan+UBSan build (build-san), for CI. Every
+# sanitizer report, from any execbox process (the daemon, a forked child, a
+# leak at exit), goes to a file, and any file fails the run.
+SAN_REPORTS := $(abspath build-san/san-reports)
+SAN_TESTS ?= tests/integration
+.PHONY: integration-san
+integration-san:
+	$(MAKE) SANITIZE=1 all
+	rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS)
+	ASAN_OPTIONS=log_path=$(SAN_REPORTS)/asan UBSAN_OPTIONS=log_path=$(SAN_REPORTS)/ubsan:print_stacktrace=1 \
+	  EXECBOX=$(abspath build-san/execbox) XBPROBE=$(abspath build-san/tests/xbprobe) \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider $(SAN_TESTS); rc=$$?; \
+	  if [ -n "$$(ls $(SAN_REPORTS))" ]; then cat $(SAN_REPORTS)/*; echo "sanitizer reports above" >&2; exit 1; fi; \
+	  exit $$rc
+
 # The command-line conventions alone; `make integration` runs them too.
 cli-test: $(EXECBOX) $(PROBE)
 	EXECBOX=$(abspath $(EXECBOX)) XBPROBE=$(abspath $(PROBE)) \
