@@ -22,6 +22,8 @@
  *  7. requests per second through a published port
  *     (/v1/sandboxes/{id}/ports/8080/) against the same server inside
  *     reached directly from its network namespace.
+ *  8. CPU fairness: a sandbox's warm exec round trip while idle, and while
+ *     64 processes spin in another sandbox (bench/server/fair.c).
  *
  * The client is a small HTTP/1.1 implementation on raw sockets
  * (bench/server/client.c): keep-alive, Content-Length and chunked bodies,
@@ -71,5 +73,7 @@ main(int argc, char **argv)
                 bench_python_first(argv[1], env_int("BENCH_PY_ROUNDS", 30, 5), env_int("BENCH_PY_PAUSE_MS", 1500, 0));
         if (!only || strchr(only, '7'))
                 bench_ports(argv[1], env_int("BENCH_PORT_ROUNDS", 1000, 10));
+        if (!only || strchr(only, '8'))
+                bench_fair_cpu(argv[1], env_int("BENCH_FAIR_ROUNDS", 200, 10));
         return 0;
 }

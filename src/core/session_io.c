@@ -198,11 +198,12 @@ cell_event(struct xb__cell *c, const char *type, json_t *ev)
                 xb__cell_add_output(c, o);
         } else if (strcmp(type, "error") == 0) {
                 json_t *en = json_object_get(ev, "ename"), *evl = json_object_get(ev, "evalue");
+                /* Owned references ("o"): a stand-in made here must not keep a second one. */
+                json_t *name = xb__valid_text(en, 1000) ? json_incref(en) : json_string("Error");
+                json_t *value = xb__valid_text(evl, 1 << 16) ? json_incref(evl) : json_string("");
 
-                xb__cell_add_output(c, json_pack("{s:s,s:O,s:O,s:o}", "type", "error", "name",
-                                                 xb__valid_text(en, 1000) ? en : json_string("Error"), "value",
-                                                 xb__valid_text(evl, 1 << 16) ? evl : json_string(""), "traceback",
-                                                 clean_traceback(json_object_get(ev, "traceback"))));
+                xb__cell_add_output(c, json_pack("{s:s,s:o,s:o,s:o}", "type", "error", "name", name, "value", value,
+                                                 "traceback", clean_traceback(json_object_get(ev, "traceback"))));
         } else if (strcmp(type, "done") == 0) {
                 json_t *st = json_object_get(ev, "status"), *ec = json_object_get(ev, "execution_count");
                 const char *status = json_string_value(st);

@@ -291,10 +291,11 @@ xb__session_variable_event(struct xb_session *ss, uint64_t id, json_t *ev)
         } else {
                 json_t *repr = json_object_get(ev, "repr"), *t = json_object_get(ev, "value_type");
 
-                xb_call_done(call, json_pack("{s:O,s:O,s:O,s:O}", "name", json_object_get(ev, "name") ?: json_null(),
+                /* "o" for repr: the stand-in made here is not kept twice. */
+                xb_call_done(call, json_pack("{s:O,s:O,s:o,s:O}", "name", json_object_get(ev, "name") ?: json_null(),
                                              "type", xb__valid_text(t, 200) ? t : json_null(), "repr",
-                                             xb__valid_text(repr, 1 << 20) ? repr : json_string(""), "json",
-                                             json_object_get(ev, "json") ?: json_null()));
+                                             xb__valid_text(repr, 1 << 20) ? json_incref(repr) : json_string(""),
+                                             "json", json_object_get(ev, "json") ?: json_null()));
         }
 }
 

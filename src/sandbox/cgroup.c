@@ -4,8 +4,8 @@
  * the root's subtree_control. Kill is cgroup.kill (Linux 5.14); older
  * kernels freeze with cgroup.freeze and kill each task.
  *
- * v1 (and hybrid): one group per hierarchy, only those needed: memory and
- * pids always, cpu when a CPU limit is set. On hybrid hosts a companion
+ * v1 (and hybrid): one group per hierarchy, only those needed: memory,
+ * pids and cpu (for the equal CPU weight) always. On hybrid hosts a companion
  * group in the v2 hierarchy (which has no controllers there) provides
  * cgroup.kill and cpu.stat; without one, cpuacct gives CPU time and the
  * freezer stops the group while each task is killed. v1 has no group OOM:
@@ -266,6 +266,13 @@ xb_cgroup_name(const struct xb_cgroup *cg)
         return cg->name;
 }
 
+/* Fair CPU: every sandbox has the same weight, half the default that the
+ * daemon's own cgroup (or, on v1, each of its tasks) has, so a sandbox full
+ * of spinning processes takes no more than an idle one's share from the
+ * others, and the daemon that serves them all comes first. */
+#define XB_CG_CPU_WEIGHT "50"            /* v2 cpu.weight; the default is 100 */
+#define XB_CG_CPU_SHARES "512"           /* v1 cpu.shares; the default is 1024 */
+
 static int
 write_u64(int dir, const char *file, uint64_t v)
 {
@@ -300,6 +307,8 @@ set_limits_v2(struct xb_cgroup *cg, const struct xb_cgroup_limits *l, struct xb_
                 snprintf(s, sizeof(s), "max 100000");
         if ((r = xb_write_file_at(cg->v2, "cpu.max", s)) < 0)
                 return xb_err_set(err, -r, "set cpu.max");
+        if ((r = xb_write_file_at(cg->v2, "cpu.weight", XB_CG_CPU_WEIGHT)) < 0)
+                return xb_err_set(err, -r, "set cpu.weight");
         return 0;
 }
 
@@ -328,6 +337,8 @@ set_limits_v1(struct xb_cgroup *cg, const struct xb_cgroup_limits *l, struct xb_
         if (cg->v1[CTL_CPU] < 0)
                 return l->cpus_milli ? xb_err_msg(err, ENOTSUP, "this sandbox was created without a CPU limit; "
                                                   "create a new one with cpus set") : 0;
+        if ((r = xb_write_file_at(cg->v1[CTL_CPU], "cpu.shares", XB_CG_CPU_SHARES)) < 0)
+                return xb_err_set(err, -r, "set cpu.shares");
         if ((r = xb_write_file_at(cg->v1[CTL_CPU], "cpu.cfs_period_us", "100000")) < 0)
                 return xb_err_set(err, -r, "set cpu.cfs_period_us");
         r = l->cpus_milli ? write_u64(cg->v1[CTL_CPU], "cpu.cfs_quota_us", (uint64_t)l->cpus_milli * 100)
@@ -399,7 +410,8 @@ v1_needed(const struct xb_cgroup_sys *sys, int i, const struct xb_cgroup_limits 
         case CTL_PIDS:
                 return true;
         case CTL_CPU:
-                return l->cpus_milli != 0;
+                (void)l;
+                return true;             /* every sandbox gets its equal CPU weight */
         case CTL_CPUACCT:
                 return sys->v2_root < 0;         /* else cpu.stat of the companion */
         case CTL_FREEZER:

@@ -11,7 +11,7 @@ finish() {
 	dmesg >/out/dmesg 2>/dev/null
 	echo "$rc" >/out/rc
 	sync
-	echo "xb-vm: guest done, rc=$rc"
+	echo "xb-vm: guest done at $(up) s, rc=$rc"
 	echo o >/proc/sysrq-trigger
 	sleep 60
 }
@@ -37,11 +37,19 @@ echo "xb-vm: $(uname -r), accel=$XB_ACCEL, cgroup: $(stat -fc %T /sys/fs/cgroup)
 	"controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 grep -q ' cgroup ' /proc/mounts && { echo "xb-vm: a cgroup v1 hierarchy is mounted" >&2; exit; }
 
+up() { cut -d' ' -f1 /proc/uptime; }
 # The tests run from a copy on the guest's own disk (9p is slow for
-# Python's many small reads, and some tests write next to themselves).
-mkdir -p /var/xb
-tar -C /src --exclude=./.git --exclude=./build-san -cf - . | tar -C /var/xb -xf -
-cd /var/xb
+# Python's many small reads, and some tests write next to themselves),
+# without the objects (a build here starts afresh anyway).
+if [ "${XB_COPY:-1}" = 1 ]; then
+	mkdir -p /var/xb
+	tar -C /src --exclude=./.git --exclude=./build-san --exclude=./build/fuzz --exclude=./build/fuzz-obj \
+		--exclude=./build/src --exclude=./build/bench --exclude='*.o' -cf - . | tar -C /var/xb -xf -
+	cd /var/xb
+else
+	cd /src
+fi
+echo "xb-vm: ready at $(up) s"
 
 # The host's build, if it runs here (same Debian 12 userland, same ABI);
 # otherwise build it here.
@@ -62,14 +70,14 @@ fi
 
 fail=0
 if [ "$XB_UNIT" = 1 ]; then
-	echo "xb-vm: unit tests"
+	echo "xb-vm: unit tests at $(up) s"
 	for t in build/tests/test_*; do
 		case $t in *.d) continue ;; esac
 		"$t" --jobs 1 >/var/xb-unit.log 2>&1 || { fail=1; echo "xb-vm: FAILED $t"; tail -30 /var/xb-unit.log; }
 		tail -1 /var/xb-unit.log
 	done
 fi
-echo "xb-vm: integration: $XB_TESTS"
+echo "xb-vm: integration at $(up) s: $XB_TESTS"
 EXECBOX=$PWD/build/execbox XBPROBE=$PWD/build/tests/xbprobe \
 	python3 -m pytest -q -rfE -p no:cacheprovider $XB_PYTEST_ARGS $XB_TESTS || fail=1
 rc=$fail

@@ -27,9 +27,12 @@ out = []
 for path in glob.glob("/etc/apt/sources.list") + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
     for line in open(path):
         f = line.split("#")[0].split()
-        if len(f) >= 4 and f[0] == "deb" and not f[1].startswith("["):
-            if suites_ok(f[2]) and "main" in f[3:]:
-                out.append(f"deb {f[1]} {f[2]} main")
+        if f and f[0] == "deb" and len(f) > 1 and f[1].startswith("["):   # deb [options] URI ...
+            while f[1:] and not f[1].endswith("]"):
+                del f[1]
+            del f[1:2]
+        if len(f) >= 4 and f[0] == "deb" and suites_ok(f[2]) and "main" in f[3:]:
+            out.append(f"deb {f[1]} {f[2]} main")
 for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
     for stanza in open(path).read().split("\n\n"):
         kv = {}

@@ -6,7 +6,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 log=$(mktemp /tmp/execbox-vm-selftest.XXXXXX)
 trap 'rm -f "$log"' EXIT
-XB_VM_UNIT=0 XB_VM_TESTS=tools/vm/selftest/test_canary.py XB_VM_PYTEST_ARGS=-rA XB_VM_LOG="$log" XB_VM_TIMEOUT=600 \
+XB_VM_UNIT=0 XB_VM_COPY=0 XB_VM_TESTS=tools/vm/selftest/test_canary.py XB_VM_PYTEST_ARGS=-rA XB_VM_LOG="$log" XB_VM_TIMEOUT=600 \
 	"$here/run.sh" >/dev/null 2>&1
 rc=$?
 fail() { echo "check-vm self-test: $*" >&2; cat "$log" >&2; exit 1; }
