@@ -7,12 +7,14 @@ import contextlib
 import json
 import os
 import socket
+import subprocess
 import time
 
 import pytest
 import requests
 
-from server_fixture import expect, expect_error, finish_server, start_server, server, server_factory  # noqa: F401
+from server_fixture import (expect, expect_error, finish_server, launch, server, server_env,  # noqa: F401
+                            server_factory, start_server)
 
 
 @contextlib.contextmanager
@@ -176,3 +178,54 @@ def test_a_storm_of_query_parameters_is_answered_at_once(server):
     reply, took = ask(20000)
     assert took < 2, f"20000 parameters: held {took:.1f}s"
     expect(requests.get(server.url + "/healthz", timeout=5), 200)
+
+
+def _start_fails(execbox, state: str) -> str:
+    """Start a server with a generated token in state; it must exit non-zero; its stderr."""
+    p = launch(execbox, state, ["--pool", "0"], env=server_env())
+    try:
+        p.wait(20)
+    finally:
+        if p.poll() is None:
+            p.kill()            # our own child, by pid
+            p.wait()
+    with open(state + ".stderr", errors="replace") as f:
+        err = f.read()
+    assert p.returncode != 0, f"the server started: {err}"
+    return err
+
+
+def test_a_first_start_on_a_full_disk_leaves_no_empty_token(execbox, tmp_path):
+    state = tmp_path / "full"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "xbfull", str(state)], check=True)
+    try:
+        filler = state / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"x" * 4096)
+        finally:
+            os.close(fd)
+        err = _start_fails(execbox, str(state))
+        assert "No space left" in err and "token" in err, err
+        assert sorted(os.listdir(state)) == ["filler"], os.listdir(state)   # no token, no temp
+        filler.unlink()
+        srv = start_server(execbox, str(tmp_path), no_auth=False, pool=0, state_dir=str(state))
+        try:
+            with open(state / "token") as f:
+                assert f.read().strip() == srv.token
+            expect(srv.get("/v1/sandboxes"), 200)
+        finally:
+            assert not finish_server(srv)
+    finally:
+        subprocess.run(["umount", str(state)], check=True)
+
+
+def test_an_empty_token_file_is_refused_clearly(execbox, tmp_path):
+    state = tmp_path / "empty"
+    state.mkdir(mode=0o700)
+    (state / "token").write_text("\n")
+    err = _start_fails(execbox, str(state))
+    assert "is empty" in err and str(state / "token") in err, err
