@@ -17,6 +17,7 @@
         X(SANDBOX_NOT_FOUND, "sandbox_not_found")                     \
         X(SANDBOX_GONE, "sandbox_gone")                               \
         X(SANDBOX_EXPIRED, "sandbox_gone")   /* lease ran out */      \
+        X(SANDBOX_ENDED, "sandbox_gone")     /* a tombstone: ended before this request */ \
         X(SANDBOX_BUSY, "sandbox_busy")                               \
         X(SANDBOX_FAILED, "sandbox_failed")                           \
         X(SANDBOX_UNAVAILABLE, "sandbox_failed")   /* 503: retry */   \

@@ -50,6 +50,17 @@ struct xb_core_opts {
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
 };
 
+/* What is remembered of an ended sandbox (tombs.c). */
+#define XB_TOMBS_MAX 1024
+#define XB_TOMB_KEEP_MS (60ull * 60 * 1000)
+struct xb_tomb {
+        char id[XB_SANDBOX_ID_LEN + 1];
+        int tenant;
+        int end;                      /* enum xb_sbx_end */
+        uint64_t ended_ms;            /* monotonic; 0: an empty slot */
+        char why[160];
+};
+
 struct xb_core {
         struct xb_core_opts o;
         struct xb_loop *loop;         /* not owned */
@@ -65,6 +76,8 @@ struct xb_core {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
+        struct xb_tomb tombs[XB_TOMBS_MAX];   /* a ring, oldest overwritten */
+        unsigned tomb_next;
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -128,6 +141,14 @@ struct xb_sbx {
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
 };
 
+/* ---- tombstones (tombs.c) ---- */
+/* Remember x, which just ended (its end and error say why). */
+void xb_tomb_add(struct xb_core *s, const struct xb_sbx *x);
+/* The tombstone of id for tenant, if it ended within XB_TOMB_KEEP_MS. */
+const struct xb_tomb *xb_tomb_find(const struct xb_core *s, const char *id, int tenant);
+/* Fill err: XB_E_SANDBOX_ENDED, with when and why. Returns -ESRCH. */
+int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
+
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 /* Create (from the pool when it fits) and register; err says why not. */
@@ -163,6 +184,8 @@ struct xb_pending_ops {
         /* fds are the callee's (it closes them). */
         void (*file)(void *ctx, const struct xb_init_event *ev, int *fds, size_t nfds);
         void (*died)(void *ctx, const char *why);
+        /* init said the sandbox is set up (every owner with this hook hears it). */
+        void (*ready)(void *ctx);
 };
 /* A new tag for ops and ctx (borrowed until deleted); 0 when out of memory. */
 uint32_t xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx);

@@ -102,6 +102,9 @@ create_error(struct xb_err *err)
                 err->ecode = XB_E_INVALID_MOUNT;
         else if (err->code == EAGAIN)
                 err->ecode = XB_E_TOO_MANY_SANDBOXES;
+        else if (err->code == EMFILE || err->code == ENFILE || err->code == ENOMEM || err->code == ENOSPC ||
+                 err->code == ENOBUFS || err->code == EEXIST || err->code == EBUSY)
+                err->ecode = XB_E_SANDBOX_UNAVAILABLE;   /* the host is short of something: 503, retry */
         else
                 err->ecode = XB_E_SANDBOX_FAILED;
         return -err->code;

@@ -172,12 +172,48 @@ clean_traceback(json_t *tb)
         return out;
 }
 
+/* The bytes of a bundle's values, what the daemon would keep of it. */
+static uint64_t
+bundle_bytes(json_t *data)
+{
+        const char *mime;
+        json_t *v;
+        uint64_t n = 0;
+
+        json_object_foreach(data, mime, v)
+                n += strlen(mime) + (json_is_string(v) ? json_string_length(v) : json_dumpb(v, NULL, 0, JSON_COMPACT));
+        return n;
+}
+
+static uint64_t
+error_bytes(json_t *ev)
+{
+        json_t *tb = json_object_get(ev, "traceback"), *v;
+        uint64_t n = json_string_length(json_object_get(ev, "evalue"));
+        size_t i;
+
+        json_array_foreach(tb, i, v)
+                n += json_string_length(v);
+        return n;
+}
+
 /* One of the running cell's events. Returns false on a protocol violation. */
 static bool
 cell_event(struct xb__cell *c, const char *type, json_t *ev)
 {
         struct xb_session *ss = c->ss;
 
+        /* Every event is the sandbox's to send, and bounded: beyond the count,
+         * or past the rich budget, it is dropped (and said so at the end). */
+        if (strcmp(type, "done") && ++c->events > XB__CELL_EVENTS_MAX) {
+                c->events_dropped++;
+                return true;
+        }
+        if ((!strcmp(type, "display") || !strcmp(type, "result")) && json_is_object(json_object_get(ev, "data")) &&
+            !xb__cell_charge_rich(c, bundle_bytes(json_object_get(ev, "data"))))
+                return true;
+        if (!strcmp(type, "error") && !xb__cell_charge_rich(c, error_bytes(ev)))
+                return true;
         if (strcmp(type, "stream") == 0) {
                 json_t *name = json_object_get(ev, "name"), *text = json_object_get(ev, "text");
 
@@ -291,6 +327,15 @@ on_out(struct xb_io *io, uint32_t events)
                 }
                 memmove(ss->line.data, start, ss->line.len - (size_t)(start - ss->line.data));
                 ss->line.len -= (size_t)(start - ss->line.data);
+                /* A huge line's buffer is not kept once it is handled. */
+                if (ss->line.cap > (1u << 20) && ss->line.len < (64u << 10)) {
+                        struct xb_buf small = { .max = ss->line.max };
+
+                        if (xb_buf_append(&small, ss->line.data, ss->line.len) == 0) {
+                                xb_buf_free(&ss->line);
+                                ss->line = small;
+                        }
+                }
         }
 }
 

@@ -31,6 +31,8 @@ static const char *const hints[XB_E__COUNT] = {
                               "one with sandbox_create",
         [XB_E_SANDBOX_EXPIRED] = "the sandbox has ended: pass sandbox_id null to use your default sandbox, or "
                                  "create one with sandbox_create",
+        [XB_E_SANDBOX_ENDED] = "the sandbox has ended and its files are gone: pass sandbox_id null to use your "
+                               "default sandbox, or create one with sandbox_create",
         [XB_E_SANDBOX_BUSY] = "retry in a moment",
         [XB_E_SANDBOX_FAILED] = "retry; if it persists, check the server log",
         [XB_E_SANDBOX_UNAVAILABLE] = "retry",

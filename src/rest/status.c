@@ -22,9 +22,12 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_SANDBOX_GONE] = { 410, "create a new sandbox" },
         [XB_E_SANDBOX_EXPIRED] = { 410, "create a new sandbox",
                                    "; extend it with POST /v1/sandboxes/{id}/keepalive" },
+        [XB_E_SANDBOX_ENDED] = { 410, "it cannot be used again and its files are gone; create a new sandbox "
+                                      "with POST /v1/sandboxes" },
         [XB_E_SANDBOX_BUSY] = { 503, "retry in a moment" },
         [XB_E_SANDBOX_FAILED] = { 500, "retry; if it persists, check the server log" },
-        [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry" },
+        [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry in a few seconds: the server is short of file descriptors, "
+                                           "memory or disk; delete sandboxes you no longer need" },
         [XB_E_TOO_MANY_SANDBOXES] = { 429, "delete sandboxes you no longer need" },
         [XB_E_INVALID_MOUNT] = { 400, "mount only directories the operator allowed with --allow-mount" },
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },

@@ -6,15 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
 import requests
 
-from server_fixture import (expect, expect_error, finish_server, launch, server, server_env,  # noqa: F401
-                            server_factory, start_server)
+from server_fixture import (cgroup_tasks, expect, expect_error, finish_server, launch, sandbox_cgroups,  # noqa: F401
+                            server, server_env, server_factory, start_server)
 
 
 @contextlib.contextmanager
@@ -229,3 +231,116 @@ def test_an_empty_token_file_is_refused_clearly(execbox, tmp_path):
     (state / "token").write_text("\n")
     err = _start_fails(execbox, str(state))
     assert "is empty" in err and str(state / "token") in err, err
+
+
+def test_create_out_of_fds_is_a_clean_503_and_leaks_nothing(execbox, tmp_path):
+    """Near the fd limit a create must fail as 503 (not 500, not "File
+    exists"), leave no cgroup behind (the leak check runs at the end), and
+    never answer 201 for a sandbox that died while starting."""
+    with limited_server(execbox, tmp_path, 64, pool=0) as srv:
+        made, refused = [], []
+        for _ in range(16):
+            r = srv.post("/v1/sandboxes", {})
+            if r.status_code == 201:
+                made.append(r.json()["id"])
+            else:
+                refused.append(r)
+        assert refused, "every create succeeded: the fd table never filled (the attack did not run)"
+        for r in refused:
+            err = expect_error(r, 503)
+            assert "File exists" not in err["message"], err
+            assert "retry" in err["hint"], err
+        for sid in made:      # each 201 is a live sandbox
+            r = srv.get(f"/v1/sandboxes/{sid}")
+            expect(r, 200)
+            assert r.json()["state"] == "running", r.json()
+        for sid in made:
+            srv.remove(sid)
+        # Fds come back as the sandboxes are reaped: creates work again.
+        deadline = time.monotonic() + 10
+        while (r := srv.post("/v1/sandboxes", {})).status_code != 201:
+            assert time.monotonic() < deadline, f"creates never recovered: {r.text}"
+            time.sleep(0.2)
+        sid = r.json()["id"]
+        assert srv.exec(sid, cmd="echo ok")["stdout"] == "ok\n"
+        srv.remove(sid)
+
+
+# ---- tombstones: 410 with the reason, not a bare 404 ----
+
+def test_a_deleted_sandbox_answers_410_with_why(server_factory):
+    srv = server_factory(tokens=["tomb-token-a-0123456789abcdef", "tomb-token-b-0123456789abcdef"])
+    sid = srv.create()["id"]
+    srv.remove(sid)
+    for r in (srv.get(f"/v1/sandboxes/{sid}"), srv.post(f"/v1/sandboxes/{sid}/exec", {"cmd": "true"}),
+              srv.get(f"/v1/sandboxes/{sid}/files", params={"path": "/tmp"}),
+              srv.post(f"/v1/sandboxes/{sid}/sessions", {"language": "python"}),
+              srv.delete(f"/v1/sandboxes/{sid}")):
+        err = expect_error(r, 410, "sandbox_gone")
+        assert "deleted" in err["message"] and sid in err["message"], err
+        assert "create a new sandbox" in err["hint"] and "keepalive" not in err["hint"], err
+    # Another tenant learns nothing: as for any id it does not own.
+    expect_error(srv.get(f"/v1/sandboxes/{sid}", token="tomb-token-b-0123456789abcdef"), 404, "sandbox_not_found")
+    expect_error(srv.get("/v1/sandboxes/" + "a" * 26), 404, "sandbox_not_found")      # control
+
+
+def test_an_expired_sandbox_answers_410_without_a_keepalive_hint(server):
+    sid = server.create(timeout_s=1)["id"]
+    deadline = time.monotonic() + 15
+    while (r := server.get(f"/v1/sandboxes/{sid}")).status_code == 200:
+        assert time.monotonic() < deadline, "the sandbox never expired"
+        time.sleep(0.2)
+    err = expect_error(r, 410, "sandbox_gone")
+    assert "expired" in err["message"], err
+    assert "keepalive" not in err["hint"], f"the hint suggests extending what cannot be: {err}"
+
+
+def test_a_crashed_sandbox_answers_410_with_why(server):
+    sid = server.create()["id"]
+    cgs = sandbox_cgroups(server, sid)
+    init = None
+    for pid in cgroup_tasks(cgs):
+        with open(f"/proc/{pid}/status") as f:
+            nspid = [line.split()[1:] for line in f if line.startswith("NSpid:")][0]
+        if nspid[-1] == "1":
+            init = pid
+    assert init, "no init found in the sandbox's cgroup"
+    os.kill(init, signal.SIGKILL)       # the sandbox's init, from the host: it crashes
+    deadline = time.monotonic() + 10
+    while (r := server.get(f"/v1/sandboxes/{sid}")).status_code == 200:
+        assert time.monotonic() < deadline, "the crash was never noticed"
+        time.sleep(0.1)
+    err = expect_error(r, 410, "sandbox_gone")
+    assert "init exited" in err["message"], err
+
+
+def test_a_cell_whose_session_is_deleted_is_not_told_to_restart(server):
+    """A dead session's hint must not suggest a restart that would 404:
+    its cell, waiting when the session is deleted, hears that it is gone."""
+    sid = server.create()["id"]
+    r = server.post(f"/v1/sandboxes/{sid}/sessions", {"language": "python"}, timeout=90)
+    expect(r, 201)
+    ss = r.json()["id"]
+    box = {}
+
+    def run():
+        box["r"] = server.post(f"/v1/sandboxes/{sid}/sessions/{ss}/run", {"code": "import time; time.sleep(60)"},
+                               timeout=90, session=server.session())
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(1.5)
+    expect(server.delete(f"/v1/sandboxes/{sid}/sessions/{ss}"), 204)
+    t.join(30)
+    res = expect(box["r"], 200).json()
+    assert res["status"] == "dead" and res.get("session_gone") is True, res
+    assert "restart" not in res["hint"], res["hint"]
+    # The restart it must not suggest would indeed find nothing.
+    expect_error(server.post(f"/v1/sandboxes/{sid}/sessions/{ss}/restart", {}), 404, "session_not_found")
+    # Control: a session that died on its own is restartable, and says so.
+    ss2 = expect(server.post(f"/v1/sandboxes/{sid}/sessions", {"language": "python"}, timeout=90), 201).json()["id"]
+    res = expect(server.post(f"/v1/sandboxes/{sid}/sessions/{ss2}/run", {"code": "import os; os._exit(3)"},
+                             timeout=90), 200).json()
+    assert res["status"] == "dead" and "session_gone" not in res and "restart" in res["hint"], res
+    expect(server.post(f"/v1/sandboxes/{sid}/sessions/{ss2}/restart", {}), 200)
+    server.remove(sid)
