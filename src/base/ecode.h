@@ -31,6 +31,7 @@
         X(PROCESS_FINISHED, "process_finished")                       \
         X(PROCESS_LIMIT, "process_limit")                             \
         X(TOO_MANY_PROCESSES, "too_many_processes")                   \
+        X(FD_BUDGET, "fd_budget")            /* the daemon's fds a tenant or sandbox may hold */ \
         X(COMMAND_TOO_LONG, "command_too_long")                       \
         X(COMMAND_NOT_FOUND, "command_not_found")                     \
         X(BAD_CWD, "bad_cwd")                                         \

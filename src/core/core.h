@@ -76,6 +76,7 @@ struct xb_core {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
+        uint64_t fds_untenanted;      /* fds.c's count when tenants have no metrics (tests) */
         struct xb_tomb tombs[XB_TOMBS_MAX];   /* a ring, oldest overwritten */
         unsigned tomb_next;
 };
@@ -139,7 +140,19 @@ struct xb_sbx {
         uint32_t images_tag;          /* the pending tag that frees its images (images.c) */
         struct xb_audit *audit;       /* its audit log; NULL while pooled, and once deleted */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
+        unsigned fds;                 /* the daemon's fds it holds, charged to its tenant (fds.c) */
+        bool fds_base;                /* its own share is charged */
 };
+
+/* ---- fd budgets (fds.c) ---- */
+#define XB_FDS_PER_SANDBOX_BASE 8     /* its socket, pidfd and cgroup dirs */
+#define XB_FDS_PER_PROCESS 3          /* stdout, stderr and stdin pipes */
+/* Whether tenant (and x, if given) may take n more of the daemon's fds:
+ * 0, or -EMFILE with err set (XB_E_FD_BUDGET). */
+int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned n, struct xb_err *err);
+/* Check, then count n fds held by x for its tenant; release them later. */
+int xb_fds_charge(struct xb_sbx *x, unsigned n, struct xb_err *err);
+void xb_fds_release(struct xb_sbx *x, unsigned n);
 
 /* ---- tombstones (tombs.c) ---- */
 /* Remember x, which just ended (its end and error say why). */

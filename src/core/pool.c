@@ -142,6 +142,8 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
+        if (xb_fds_check(s, tenant, NULL, XB_FDS_PER_SANDBOX_BASE, err) < 0)
+                return -EMFILE;
         if (pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 
@@ -158,6 +160,7 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
         }
         x->tenant = tenant;
         x->env = env;
+        x->fds_base = xb_fds_charge(x, XB_FDS_PER_SANDBOX_BASE, NULL) == 0;
         {
                 struct timespec ts;
 

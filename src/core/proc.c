@@ -81,6 +81,7 @@ proc_free(void *data)
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
         json_decref(p->audit);
+        xb_fds_release(p->sbx, p->fds_held);
         xb_sbx_unref(p->sbx);
         free(p);
 }
@@ -336,6 +337,8 @@ finish(struct xb_proc *p)
         close_pipe(&p->out_io, &p->out_fd);
         close_pipe(&p->err_io, &p->err_fd);
         close_pipe(&p->in_io, &p->in_fd);
+        xb_fds_release(p->sbx, p->fds_held);
+        p->fds_held = 0;
         if (!p->end_ms)
                 p->end_ms = xb_now_ms();
         if (p->sbx->sb)
@@ -492,6 +495,9 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                             "the sandbox has %u processes the server tracks, its limit", x->nprocs);
                 return NULL;
         }
+        /* Its pipes count against the tenant's and the sandbox's fd budgets. */
+        if (xb_fds_check(x->core, x->tenant, x, XB_FDS_PER_PROCESS, err) < 0)
+                return NULL;
         p = calloc(1, sizeof(*p));
         if (!p) {
                 xb_err_set(err, ENOMEM, "process");
@@ -539,6 +545,8 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         p->out_fd = TAKE_FD(outp[0]);
         p->err_fd = TAKE_FD(errp[0]);
         p->in_fd = TAKE_FD(inp[1]);
+        if (xb_fds_charge(x, XB_FDS_PER_PROCESS, NULL) == 0)
+                p->fds_held = XB_FDS_PER_PROCESS;
         xb_set_nonblock(p->out_fd, true);
         xb_set_nonblock(p->err_fd, true);
         xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);

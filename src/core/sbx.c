@@ -305,6 +305,9 @@ finalize(struct xb_sbx *x)
 
         xb_io_stop(&x->pidfd_io);
         xb_io_stop(&x->sock_io);
+        if (x->fds_base)
+                xb_fds_release(x, XB_FDS_PER_SANDBOX_BASE);
+        x->fds_base = false;
         r = xb_sandbox_destroy(x->sb);
         x->sb = NULL;
         if (r < 0)

@@ -40,6 +40,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
                                  "end, kill some (see GET .../processes), or create the sandbox with a higher "
                                  "limits.pids" },
         [XB_E_TOO_MANY_PROCESSES] = { 429, "wait for or delete finished processes" },
+        [XB_E_FD_BUDGET] = { 429, "stop or delete background processes (DELETE /v1/sandboxes/{id}/processes/{pid}) "
+                                  "or sandboxes you no longer need, then retry" },
         [XB_E_COMMAND_TOO_LONG] = { 400, "write long inputs to a file and pass its path" },
         [XB_E_COMMAND_NOT_FOUND] = { 400, "check the program name; use `cmd` to run it through bash, which searches "
                                      "PATH and reports errors as exit code 127" },

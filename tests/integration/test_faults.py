@@ -83,7 +83,11 @@ def test_accept_out_of_fds_sheds_with_503_and_recovers(execbox, tmp_path):
         assert b"Retry-After: 1" in shed[0]
         for sid in ids:
             srv.remove(sid)
-        sid = srv.create()["id"]
+        deadline = time.monotonic() + 10     # their fds come back as they are reaped
+        while (r := srv.post("/v1/sandboxes", {})).status_code != 201:
+            assert time.monotonic() < deadline, f"creates never recovered: {r.text}"
+            time.sleep(0.2)
+        sid = r.json()["id"]
         assert srv.exec(sid, cmd="echo back")["stdout"] == "back\n"
         srv.remove(sid)
         assert "out of file descriptors" in srv.stderr()
@@ -239,15 +243,25 @@ def test_create_out_of_fds_is_a_clean_503_and_leaks_nothing(execbox, tmp_path):
     never answer 201 for a sandbox that died while starting."""
     with limited_server(execbox, tmp_path, 64, pool=0) as srv:
         made, refused = [], []
-        for _ in range(16):
-            r = srv.post("/v1/sandboxes", {})
-            if r.status_code == 201:
-                made.append(r.json()["id"])
-            else:
-                refused.append(r)
-        assert refused, "every create succeeded: the fd table never filled (the attack did not run)"
+        # Idle connections take most of the table (they are not any tenant's
+        # budget), so that creates run out of fds for real.
+        idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(22)]
+        time.sleep(0.3)
+        try:
+            for _ in range(16):
+                r = srv.post("/v1/sandboxes", {})
+                if r.status_code == 201:
+                    made.append(r.json()["id"])
+                else:
+                    refused.append(r)
+        finally:
+            for s in idle:
+                s.close()
+        assert any(r.status_code == 503 for r in refused), \
+            f"no create ran out of fds (the attack did not run): {[r.status_code for r in refused]}"
         for r in refused:
-            err = expect_error(r, 503)
+            err = expect_error(r, r.status_code)
+            assert r.status_code in (503, 429), (r.status_code, err)      # out of fds, or the tenant's budget
             assert "File exists" not in err["message"], err
             assert "retry" in err["hint"], err
         for sid in made:      # each 201 is a live sandbox
@@ -344,3 +358,55 @@ def test_a_cell_whose_session_is_deleted_is_not_told_to_restart(server):
     assert res["status"] == "dead" and "session_gone" not in res and "restart" in res["hint"], res
     expect(server.post(f"/v1/sandboxes/{sid}/sessions/{ss2}/restart", {}), 200)
     server.remove(sid)
+
+
+# ---- fd budgets ----
+
+TA, TB = "fd-tenant-a-0123456789abcdef", "fd-tenant-b-0123456789abcdef"
+
+
+def _fill(srv, sid, token, most=200):
+    """Background processes in sid until refused; (how many, the refusal)."""
+    for n in range(most):
+        r = srv.post(f"/v1/sandboxes/{sid}/processes", {"argv": ["sleep", "600"]}, token=token)
+        if r.status_code != 201:
+            return n, r
+    return most, None
+
+
+def test_one_tenant_exhausting_its_fd_budget_does_not_break_another(execbox, tmp_path):
+    with limited_server(execbox, tmp_path, 256, tokens=[TA, TB], pool=0) as srv:
+        mine = []
+        a1 = srv.create(token=TA)["id"]
+        mine.append(a1)
+        n1, r = _fill(srv, a1, TA)
+        assert r is not None, "the sandbox took 200 processes: no budget"
+        err = expect_error(r, 429, "fd_budget")
+        assert "this sandbox" in err["message"] and "processes" in err["hint"], err
+        assert n1 >= 5, n1
+        # More sandboxes until the tenant's own budget is spent.
+        refused = None
+        for _ in range(8):
+            r = srv.post("/v1/sandboxes", {}, token=TA)
+            if r.status_code != 201:
+                refused = r
+                break
+            mine.append(r.json()["id"])
+            _fill(srv, mine[-1], TA)
+        assert refused is not None, "tenant A was never refused a sandbox"
+        err = expect_error(refused, 429, "fd_budget")
+        assert "your sandboxes" in err["message"], err
+        # Tenant B is untouched: it creates, runs, and starts processes.
+        b = srv.create(token=TB)["id"]
+        assert srv.exec(b, cmd="echo ok", token=TB)["stdout"] == "ok\n"
+        nb, r = _fill(srv, b, TB, most=5)
+        assert nb == 5, r.text if r is not None else nb
+        expect(requests.get(srv.url + "/healthz", timeout=5), 200)
+        for sid in mine:
+            srv.remove(sid, token=TA)
+        srv.remove(b, token=TB)
+        # The budget comes back with the fds.
+        a = srv.create(token=TA)["id"]
+        n, _ = _fill(srv, a, TA, most=5)
+        assert n == 5
+        srv.remove(a, token=TA)
