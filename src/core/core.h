@@ -45,6 +45,7 @@ struct xb_core_opts {
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
         const char *cgroup_prefix;    /* NULL: "execbox" */
+        uint64_t output_budget;       /* output kept in memory for every process; 0: XB_OUTPUT_BUDGET_DEFAULT */
         size_t upload_max;            /* file contents an operation carries in JSON */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
@@ -76,6 +77,8 @@ struct xb_core {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
+        uint64_t out_mem;             /* output kept for processes now (proc.c), against o.output_budget */
+        unsigned out_waiting;         /* processes whose pipes wait for the budget */
         uint64_t fds_untenanted;      /* fds.c's count when tenants have no metrics (tests) */
         struct xb_tomb tombs[XB_TOMBS_MAX];   /* a ring, oldest overwritten */
         unsigned tomb_next;
@@ -143,6 +146,8 @@ struct xb_sbx {
         unsigned fds;                 /* the daemon's fds it holds, charged to its tenant (fds.c) */
         bool fds_base;                /* its own share is charged */
 };
+
+#define XB_OUTPUT_BUDGET_DEFAULT ((uint64_t)1 << 30)
 
 /* ---- fd budgets (fds.c) ---- */
 #define XB_FDS_PER_SANDBOX_BASE 8     /* its socket, pidfd and cgroup dirs */

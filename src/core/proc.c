@@ -30,6 +30,9 @@
 #define READ_CHUNK 65536
 
 static void finish(struct xb_proc *p);
+static uint64_t kept(const struct xb_proc *p);
+static void budget_freed(struct xb_core *s);
+static void budget_unhold(struct xb_proc *p);
 
 bool
 xb_proc_running(const struct xb_proc *p)
@@ -77,6 +80,12 @@ proc_free(void *data)
 {
         struct xb_proc *p = data;
 
+        struct xb_core *s = p->sbx->core;
+        uint64_t k = kept(p);
+
+        s->out_mem -= k <= s->out_mem ? k : s->out_mem;
+        if (p->budget_held)
+                s->out_waiting--;
         xb_outbuf_free(&p->out);
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
@@ -84,6 +93,7 @@ proc_free(void *data)
         xb_fds_release(p->sbx, p->fds_held);
         xb_sbx_unref(p->sbx);
         free(p);
+        budget_freed(s);
 }
 
 void
@@ -131,18 +141,76 @@ proc_prune_finished(struct xb_sbx *x)
 
 static void on_output(struct xb_io *io, uint32_t events);
 
-void
-proc_output_resume(struct xb_proc *p)
+static void
+watch_pipes(struct xb_proc *p)
 {
         struct xb_loop *l = p->sbx->core->loop;
 
+        if (p->out_held || p->budget_held)
+                return;
+        if (p->out_fd >= 0 && !p->out_io.active)
+                xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
+        if (p->err_fd >= 0 && !p->err_io.active)
+                xb_io_start(l, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+}
+
+void
+proc_output_resume(struct xb_proc *p)
+{
         if (!p->out_held)
                 return;
         p->out_held = false;
-        if (p->out_fd >= 0)
-                xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-        if (p->err_fd >= 0)
-                xb_io_start(l, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+        watch_pipes(p);
+}
+
+/* ---- the daemon-wide output budget ---- */
+
+#define OUTPUT_GUARANTEED (1u << 20)
+
+static uint64_t
+kept(const struct xb_proc *p)
+{
+        return p->out.head_len + p->out.ring_len + p->err.head_len + p->err.ring_len;
+}
+
+/* Whether more output would grow what p keeps (a full head and ring only
+ * overwrite the tail). */
+static bool
+growing(const struct xb_proc *p)
+{
+        return p->out.head_len + p->out.ring_len < p->out.limit || p->err.head_len + p->err.ring_len < p->err.limit;
+}
+
+/* p ended, or is being killed: the little left in its pipes is read. */
+static void
+budget_unhold(struct xb_proc *p)
+{
+        if (!p->budget_held)
+                return;
+        p->budget_held = false;
+        p->sbx->core->out_waiting--;
+        watch_pipes(p);
+}
+
+static void
+resume_budget(struct xb_sbx *x, void *data)
+{
+        (void)data;
+        for (struct xb_proc *p = x->procs; p; p = p->next)
+                if (p->budget_held) {
+                        p->budget_held = false;
+                        x->core->out_waiting--;
+                        watch_pipes(p);
+                }
+}
+
+/* Output memory came back: below 90% of the budget, every process that
+ * waited for it is read again. */
+static void
+budget_freed(struct xb_core *s)
+{
+        if (s->out_waiting && s->out_mem < s->o.output_budget / 10 * 9)
+                xb_sbx_foreach(s, resume_budget, NULL);
 }
 
 static void
@@ -167,17 +235,34 @@ static void
 on_output(struct xb_io *io, uint32_t events)
 {
         struct xb_proc *p = io->data;
+        struct xb_core *s = p->sbx->core;
         bool is_out = io == &p->out_io;
         struct xb_outbuf *b = is_out ? &p->out : &p->err;
         char buf[READ_CHUNK];
         bool got = false;
 
         (void)events;
+        /* The daemon keeps at most its output budget for every process in
+         * all: past it, a process whose buffers would grow is not read (it
+         * blocks on its pipe) until some output is freed. Each keeps its
+         * first OUTPUT_GUARANTEED regardless, so that small commands (of
+         * any tenant) still run while big ones wait. */
+        if (s->out_mem >= s->o.output_budget && kept(p) >= OUTPUT_GUARANTEED && growing(p) && !p->exited &&
+            !p->forgotten && !p->killed_by_request) {
+                p->budget_held = true;
+                s->out_waiting++;
+                xb_io_stop(&p->out_io);
+                xb_io_stop(&p->err_io);
+                return;
+        }
         for (int i = 0; i < 8 && !(p->exec && xb_call_held(p->exec)); i++) {
                 ssize_t n = read(io->fd, buf, sizeof(buf));
 
                 if (n > 0) {
+                        uint64_t before = kept(p);
+
                         xb_outbuf_write(b, buf, (size_t)n);
+                        s->out_mem += kept(p) - before;
                         proc_output(p, is_out ? "stdout" : "stderr", buf, (size_t)n);
                         got = true;
                         continue;
@@ -276,7 +361,7 @@ on_drain(struct xb_timer *t)
         struct xb_proc *p = t->data;
 
         /* Held: what is left in the pipes is the command's, and its reader is coming. */
-        if (p->out_held) {
+        if (p->out_held || p->budget_held) {
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
                 return;
         }
@@ -398,6 +483,7 @@ proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
         p->cpu_us = cpu_us;
         p->maxrss = maxrss_kb * 1024;   /* the largest process of the tree, from wait4 */
         p->end_ms = xb_now_ms();
+        budget_unhold(p);
         if (p->out_fd < 0 && p->err_fd < 0)
                 finish(p);
         else
@@ -452,6 +538,7 @@ xb_proc_forget(struct xb_proc *p)
                 xb_proc_signal(p, SIGKILL);
                 p->background = false;   /* unlink when it ends */
                 p->forgotten = true;
+                budget_unhold(p);
                 return;
         }
         proc_unlink(p);

@@ -222,6 +222,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .cgroup_prefix = s->o.cgroup_prefix,
+                                    .output_budget = s->o.output_budget,
                                     .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {

@@ -410,3 +410,38 @@ def test_one_tenant_exhausting_its_fd_budget_does_not_break_another(execbox, tmp
         n, _ = _fill(srv, a, TA, most=5)
         assert n == 5
         srv.remove(a, token=TA)
+
+
+# ---- the daemon-wide output budget ----
+
+def test_output_past_the_budget_waits_on_its_pipe(server_factory):
+    """Three commands that each want 53 MB kept, under a 64 MiB budget: the
+    daemon stops reading those whose buffers would grow (they block, they
+    are not killed, the daemon does not grow), and they go on once output
+    is freed."""
+    srv = server_factory("--output-budget", "64M", pool=0)
+    sid = srv.create()["id"]
+    rss0 = _rss_kb(srv.pid)
+    pids = []
+    for i in range(3):
+        r = srv.post(f"/v1/sandboxes/{sid}/processes",
+                     {"cmd": f"head -c 40000000 /dev/urandom | base64 -w0; echo done > /tmp/f{i}",
+                      "output_limit": 64 << 20})
+        expect(r, 201)
+        pids.append(r.json()["pid"])
+    time.sleep(6)
+    done = srv.sh(sid, "ls /tmp").split()
+    grew = (_rss_kb(srv.pid) - rss0) / 1024
+    print(f"\n3 x 53 MB of output under a 64 MiB budget: {sorted(d for d in done if d.startswith('f'))} finished, "
+          f"daemon RSS +{grew:.0f} MiB")
+    assert len([d for d in done if d.startswith("f")]) < 3, "every command finished: the budget held nothing back"
+    assert grew < 64 + 40, f"the daemon grew by {grew:.0f} MiB past a 64 MiB budget"
+    # Freeing output lets the others on.
+    for pid in pids[:2]:
+        srv.post(f"/v1/sandboxes/{sid}/processes/{pid}/signal", {"signal": "KILL"})
+        srv.delete(f"/v1/sandboxes/{sid}/processes/{pid}")
+    deadline = time.monotonic() + 30
+    while "f2" not in srv.sh(sid, "ls /tmp").split():
+        assert time.monotonic() < deadline, "the held command never went on after output was freed"
+        time.sleep(0.3)
+    srv.remove(sid)
