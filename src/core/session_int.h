@@ -87,6 +87,11 @@ struct xb_session {
 /* Charge n bytes of rich output to c: false (and counted as dropped) when
  * its rich-output budget would be passed. */
 bool xb__cell_charge_rich(struct xb__cell *c, uint64_t n);
+/* Whether c has no room left for the rich event that line starts (the
+ * driver writes "type" first; a line that lies about it harms only its cell),
+ * and count n bytes of an event dropped unread. */
+bool xb__cell_full(const struct xb__cell *c, const char *line, size_t len);
+void xb__cell_drop(struct xb__cell *c, uint64_t n);
 
 /* ---- sessions.c ---- */
 /* A driver's tag's callbacks (ctx: its session): init's events, and the

@@ -20,6 +20,7 @@
 #include "core/session_int.h"
 
 #define CELL_IMAGES_MAX 32
+#define BIG_LINE (256u << 10)
 
 extern const char xb_python_driver[], xb_node_driver[];
 
@@ -298,7 +299,8 @@ on_out(struct xb_io *io, uint32_t events)
         (void)events;
         for (int i = 0; i < 16 && ss->out_fd >= 0; i++) {
                 ssize_t n = read(ss->out_fd, buf, sizeof(buf));
-                char *start, *nl;
+                size_t seen = ss->line.len;   /* no newline before this: scan only what is new */
+                char *start, *nl, *scan;
 
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return;
@@ -311,10 +313,21 @@ on_out(struct xb_io *io, uint32_t events)
                         return;
                 }
                 start = ss->line.data;
-                while ((nl = memchr(start, '\n', ss->line.len - (size_t)(start - ss->line.data)))) {
+                scan = ss->line.data + seen;
+                while ((nl = memchr(scan, '\n', ss->line.len - (size_t)(scan - ss->line.data)))) {
                         json_error_t je;
-                        json_t *ev = json_loadb(start, (size_t)(nl - start), 0, &je);
-                        bool ok = ev && json_is_object(ev) && handle_event(ss, ev);
+                        json_t *ev;
+                        bool ok;
+
+                        /* A big line for a cell with no room left is dropped unparsed:
+                         * parsing megabytes only to drop them would hold the loop. */
+                        if ((size_t)(nl - start) > BIG_LINE && ss->cell && xb__cell_full(ss->cell, start, (size_t)(nl - start))) {
+                                xb__cell_drop(ss->cell, (uint64_t)(nl - start));
+                                start = scan = nl + 1;
+                                continue;
+                        }
+                        ev = json_loadb(start, (size_t)(nl - start), 0, &je);
+                        ok = ev && json_is_object(ev) && handle_event(ss, ev);
 
                         json_decref(ev);
                         if (!ok) {
@@ -323,7 +336,7 @@ on_out(struct xb_io *io, uint32_t events)
                         }
                         if (ss->state == SS_DEAD)
                                 return;
-                        start = nl + 1;
+                        start = scan = nl + 1;
                 }
                 memmove(ss->line.data, start, ss->line.len - (size_t)(start - ss->line.data));
                 ss->line.len -= (size_t)(start - ss->line.data);

@@ -63,12 +63,14 @@ def test_a_flood_of_8_mb_display_events_keeps_the_daemon_small(server):
                         "    emit({'type': 'display', 'id': S.cur, 'data': {'text/plain': blob, 'text/html': 'h'}})\n"
                         "print('flooded')\n")
     t = threading.Thread(target=watch)
+    cpu0 = _cpu_s(server.pid)
     t.start()
     try:
         r = server.post(f"/v1/sandboxes/{sid}/sessions/{ss}/run", {"code": code}, timeout=300)
     finally:
         stop.set()
         t.join(60)
+    cpu = _cpu_s(server.pid) - cpu0
     expect(r, 200)
     res = r.json()
     assert any("flooded" in o.get("text", "") for o in res["outputs"]), "the flood did not run"
@@ -78,9 +80,10 @@ def test_a_flood_of_8_mb_display_events_keeps_the_daemon_small(server):
     grew_mb = (peak[0] - rss0) / 1024
     worst = max(h[0] for h in health)
     print(f"\nflood of 40 x 8 MB display events: daemon RSS {rss0 // 1024} MiB before, peak {peak[0] // 1024} MiB "
-          f"(+{grew_mb:.0f} MiB); slowest /healthz {worst * 1000:.0f} ms over {len(health)} probes")
+          f"(+{grew_mb:.0f} MiB), daemon CPU {cpu:.2f} s; slowest /healthz {worst * 1000:.0f} ms over {len(health)} probes")
     assert grew_mb < 120, f"the daemon's RSS grew by {grew_mb:.0f} MiB"
     assert worst < 1.0, f"/healthz stalled for {worst:.2f} s"
+    assert cpu < 2, f"the daemon spent {cpu:.1f} s of CPU on 320 MB it drops"
     assert all(h[1] == 200 for h in health)
     server.remove(sid)
 
