@@ -17,6 +17,7 @@
         X(SANDBOX_NOT_FOUND, "sandbox_not_found")                     \
         X(SANDBOX_GONE, "sandbox_gone")                               \
         X(SANDBOX_EXPIRED, "sandbox_gone")   /* lease ran out */      \
+        X(SANDBOX_ENDED, "sandbox_gone")     /* a tombstone: ended before this request */ \
         X(SANDBOX_BUSY, "sandbox_busy")                               \
         X(SANDBOX_FAILED, "sandbox_failed")                           \
         X(SANDBOX_UNAVAILABLE, "sandbox_failed")   /* 503: retry */   \
@@ -35,6 +36,7 @@
         X(PROCESS_FINISHED, "process_finished")                       \
         X(PROCESS_LIMIT, "process_limit")                             \
         X(TOO_MANY_PROCESSES, "too_many_processes")                   \
+        X(FD_BUDGET, "fd_budget")            /* the daemon's fds a tenant or sandbox may hold */ \
         X(COMMAND_TOO_LONG, "command_too_long")                       \
         X(COMMAND_NOT_FOUND, "command_not_found")                     \
         X(BAD_CWD, "bad_cwd")                                         \

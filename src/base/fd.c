@@ -32,6 +32,40 @@ xb_write_all(int fd, const void *p, size_t n)
 }
 
 int
+xb_write_file_atomic(int dirfd, const char *name, const void *data, size_t n, mode_t mode)
+{
+        char tmp[512];
+        int r = 0;
+
+        if (snprintf(tmp, sizeof(tmp), ".%s.tmp.%d", name, (int)getpid()) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        unlinkat(dirfd, tmp, 0);
+        {
+                _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+
+                if (fd < 0)
+                        return -errno;
+                if ((r = xb_write_all(fd, data, n)) < 0 || (fsync(fd) < 0 && (r = -errno)))
+                        goto fail;
+        }
+        if (renameat(dirfd, tmp, dirfd, name) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        {
+                _cleanup_close_ int d = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+                /* The rename itself survives a crash once its directory is synced. */
+                if (d >= 0)
+                        fsync(d);
+        }
+        return 0;
+fail:
+        unlinkat(dirfd, tmp, 0);
+        return r;
+}
+
+int
 xb_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
 {
         _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);

@@ -28,6 +28,7 @@ serve_usage(FILE *f)
               "                         default limits of a sandbox (1G, 512, none, 1G)\n"
               "  --body-max SIZE        largest JSON request body (default 16M)\n"
               "  --upload-max SIZE      largest file upload (default 1G)\n"
+              "  --output-budget SIZE   command output kept in memory, all processes (default 1G)\n"
               "  --allow-mount DIR      host directory sandboxes may bind (repeatable)\n"
               "  --require-guide        Pandora's /exec needs guideFollowed: true\n"
               "  --allow-origin ORIGIN  let browser pages on ORIGIN call the API (CORS; repeatable)\n"

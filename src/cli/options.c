@@ -29,7 +29,7 @@ enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
         O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_CGROUP_PREFIX, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
-        O_MCP_HOST, O_MCP_PAUSE, O_ALLOW_HOST,
+        O_MCP_HOST, O_MCP_PAUSE, O_ALLOW_HOST, O_OUT_BUDGET,
         O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
@@ -63,6 +63,7 @@ static const struct {
         { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
+        { { "output-budget", required_argument, NULL, O_OUT_BUDGET }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
         { { "allow-origin", required_argument, NULL, O_ORIGIN }, SERVE, REPEAT },
@@ -195,6 +196,11 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
         case O_UPLOAD:
                 r = xb_parse_size(arg, &v, err);
                 o->upload_max = (size_t)v;
+                break;
+        case O_OUT_BUDGET:
+                r = xb_parse_size(arg, &o->output_budget, err);
+                if (!r && o->output_budget < (16u << 20))
+                        r = xb_err_msg(err, ERANGE, "at least 16M");
                 break;
         case O_ALLOW:
                 if (o->nallow == ARRAY_SIZE(a->allow))

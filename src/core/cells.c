@@ -32,10 +32,63 @@ xb__cell_free(struct xb__cell *c)
         xb_timer_stop(&c->escalate);
         xb_timer_stop(&c->wait);
         json_decref(c->outputs);
+        xb_buf_free(&c->merge);
         json_decref(c->exit_code);
         json_decref(c->cwd);
         free(c->code);
         free(c);
+}
+
+/* The merged text into its output's JSON: once per reply, not per event. */
+static void
+merge_flush(struct xb__cell *c)
+{
+        json_t *o = c->merge_at ? json_array_get(c->outputs, c->merge_at - 1) : NULL;
+
+        if (o && c->merge_dirty)
+                json_object_set_new(o, "text", json_stringn(c->merge.data ? c->merge.data : "", c->merge.len));
+        c->merge_dirty = false;
+}
+
+static void
+merge_end(struct xb__cell *c)
+{
+        merge_flush(c);
+        xb_buf_free(&c->merge);
+        c->merge_at = 0;
+}
+
+bool
+xb__cell_charge_rich(struct xb__cell *c, uint64_t n)
+{
+        uint64_t limit = c->output_limit > XB__CELL_RICH_DEFAULT ? c->output_limit : XB__CELL_RICH_DEFAULT;
+
+        if (c->rich_bytes + n > limit) {
+                c->rich_dropped += n;
+                c->events_dropped++;
+                return false;
+        }
+        c->rich_bytes += n;
+        return true;
+}
+
+bool
+xb__cell_full(const struct xb__cell *c, const char *line, size_t len)
+{
+        uint64_t limit = c->output_limit > XB__CELL_RICH_DEFAULT ? c->output_limit : XB__CELL_RICH_DEFAULT;
+        /* Its data is at least a sixth of the line (JSON escapes are at most six bytes). */
+        bool rich_full = c->rich_bytes + len / 6 > limit;
+
+        /* Text is always parsed: its dropped bytes are counted exactly. */
+        return rich_full && (!strncmp(line, "{\"type\":\"display\"", 17) || !strncmp(line, "{\"type\":\"result\"", 16) ||
+                             !strncmp(line, "{\"type\":\"error\"", 15));
+}
+
+void
+xb__cell_drop(struct xb__cell *c, uint64_t n)
+{
+        c->rich_dropped += n;
+        c->events_dropped++;
 }
 
 static json_t *
@@ -44,6 +97,7 @@ cell_json(struct xb__cell *c, const char *status, bool only_new)
         json_t *outs = json_array(), *o;
         size_t i;
 
+        merge_flush(c);
         json_array_foreach(c->outputs, i, o)
                 if (!only_new || i >= c->returned)
                         json_array_append(outs, o);
@@ -53,6 +107,13 @@ cell_json(struct xb__cell *c, const char *status, bool only_new)
                       "session_id", c->ss->id);
         if (c->dropped)
                 json_object_set_new(o, "output_dropped_bytes", json_integer((json_int_t)c->dropped));
+        if (c->rich_dropped)
+                json_object_set_new(o, "rich_output_dropped_bytes", json_integer((json_int_t)c->rich_dropped));
+        if (c->events_dropped)
+                json_object_set_new(o, "outputs_dropped", json_integer((json_int_t)c->events_dropped));
+        /* Dead with its session deleted, or its sandbox gone: a restart would find nothing. */
+        if (!strcmp(status, "dead") && (c->ss->gone || c->ss->sbx->state >= XB_SBX_DYING))
+                json_object_set_new(o, "session_gone", json_true());
         if (c->exit_code)
                 json_object_set(o, "exit_code", c->exit_code);
         if (c->cwd)
@@ -124,6 +185,18 @@ xb__cell_finish(struct xb__cell *c, const char *status)
 
                 snprintf(note, sizeof(note), "\n[execbox: %llu bytes of this cell's output were dropped over the "
                          "%llu-byte limit]\n", (unsigned long long)c->dropped, (unsigned long long)c->output_limit);
+                merge_end(c);
+                json_array_append_new(c->outputs, json_pack("{s:s,s:s,s:s}", "type", "stream", "name", "stderr", "text", note));
+        }
+        if (c->events_dropped) {
+                char note[300];
+                uint64_t rich_max = c->output_limit > XB__CELL_RICH_DEFAULT ? c->output_limit : XB__CELL_RICH_DEFAULT;
+
+                snprintf(note, sizeof(note), "\n[execbox: %u outputs of this cell (%llu bytes of display, result and "
+                         "error data) were dropped over its limits of %llu bytes of rich output and %u outputs]\n",
+                         c->events_dropped, (unsigned long long)c->rich_dropped, (unsigned long long)rich_max,
+                         (unsigned)XB__CELL_EVENTS_MAX);
+                merge_end(c);
                 json_array_append_new(c->outputs, json_pack("{s:s,s:s,s:s}", "type", "stream", "name", "stderr", "text", note));
         }
         c->end_ms = xb_now_ms();
@@ -250,20 +323,25 @@ xb__cell_add_output(struct xb__cell *c, json_t *o)
                 c->stream_bytes += n;
                 if (c->stream)
                         xb_call_event(c->call, "stream", o);
-                /* Consecutive text on one stream is one output, as in a notebook. */
+                /* Consecutive text on one stream is one output, as in a notebook.
+                 * Its text grows in c->merge and reaches the JSON at a reply:
+                 * copying the whole text per event was O(events x bytes). */
                 if (prev && last > c->returned && json_equal(json_object_get(prev, "type"), json_object_get(o, "type")) &&
                     json_equal(json_object_get(prev, "name"), json_object_get(o, "name"))) {
-                        struct xb_buf b = { .max = XB__LINE_MAX_BYTES };
-
-                        xb_buf_puts(&b, json_string_value(json_object_get(prev, "text")));
-                        xb_buf_puts(&b, json_string_value(json_object_get(o, "text")));
-                        json_object_set_new(prev, "text", json_stringn(b.data ? b.data : "", b.len));
-                        xb_buf_free(&b);
+                        if (c->merge_at != last) {
+                                merge_end(c);
+                                c->merge.max = (64u << 20) + 4096;   /* above any output_limit */
+                                xb_buf_puts(&c->merge, json_string_value(json_object_get(prev, "text")));
+                                c->merge_at = last;
+                        }
+                        xb_buf_append(&c->merge, json_string_value(json_object_get(o, "text")), n);
+                        c->merge_dirty = true;
                         json_decref(o);
                         return;
                 }
         } else if (c->stream)
                 xb_call_event(c->call, event_name(type), o);
+        merge_end(c);
         json_array_append_new(c->outputs, o);
         if (c->yield_ms && !c->done)
                 xb_timer_start(c->ss->sbx->core->loop, &c->soft, c->yield_ms, on_soft, c);

@@ -25,6 +25,8 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
         c->o = *o;
         if (!c->o.max_sandboxes)
                 c->o.max_sandboxes = XB_SERVER_MAX_SANDBOXES_DEFAULT;
+        if (!c->o.output_budget)
+                c->o.output_budget = XB_OUTPUT_BUDGET_DEFAULT;
         c->loop = loop;
         c->started_ms = xb_now_ms();
         if ((r = xb_engine_open(&eo, &c->eng, err)) < 0) {

@@ -46,6 +46,7 @@ struct xb_core_opts {
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
         const char *cgroup_prefix;    /* NULL: "execbox" */
+        uint64_t output_budget;       /* output kept in memory for every process; 0: XB_OUTPUT_BUDGET_DEFAULT */
         size_t upload_max;            /* file contents an operation carries in JSON */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
@@ -54,6 +55,17 @@ struct xb_core_opts {
         int (*sign)(const char *msg, size_t len, char out[65]);
         bool network;                 /* egress through the daemon (net/egress.h); false: loopback only */
         struct xb_netsys_opts net;
+};
+
+/* What is remembered of an ended sandbox (tombs.c). */
+#define XB_TOMBS_MAX 1024
+#define XB_TOMB_KEEP_MS (60ull * 60 * 1000)
+struct xb_tomb {
+        char id[XB_SANDBOX_ID_LEN + 1];
+        int tenant;
+        int end;                      /* enum xb_sbx_end */
+        uint64_t ended_ms;            /* monotonic; 0: an empty slot */
+        char why[160];
 };
 
 struct xb_core {
@@ -72,6 +84,11 @@ struct xb_core {
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
         struct xb_netsys *net;        /* egress; NULL when o.network is false */
+        uint64_t out_mem;             /* output kept for processes now (proc.c), against o.output_budget */
+        unsigned out_waiting;         /* processes whose pipes wait for the budget */
+        uint64_t fds_untenanted;      /* fds.c's count when tenants have no metrics (tests) */
+        struct xb_tomb tombs[XB_TOMBS_MAX];   /* a ring, oldest overwritten */
+        unsigned tomb_next;
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -137,7 +154,29 @@ struct xb_sbx {
         struct xb_audit *audit;       /* its audit log; NULL while pooled, and once deleted */
         struct xb_net *net;           /* its egress (network.c); NULL without, and once dying */
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
+        unsigned fds;                 /* the daemon's fds it holds, charged to its tenant (fds.c) */
+        bool fds_base;                /* its own share is charged */
 };
+
+#define XB_OUTPUT_BUDGET_DEFAULT ((uint64_t)1 << 30)
+
+/* ---- fd budgets (fds.c) ---- */
+#define XB_FDS_PER_SANDBOX_BASE 8     /* its socket, pidfd and cgroup dirs */
+#define XB_FDS_PER_PROCESS 3          /* stdout, stderr and stdin pipes */
+/* Whether tenant (and x, if given) may take n more of the daemon's fds:
+ * 0, or -EMFILE with err set (XB_E_FD_BUDGET). */
+int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned n, struct xb_err *err);
+/* Check, then count n fds held by x for its tenant; release them later. */
+int xb_fds_charge(struct xb_sbx *x, unsigned n, struct xb_err *err);
+void xb_fds_release(struct xb_sbx *x, unsigned n);
+
+/* ---- tombstones (tombs.c) ---- */
+/* Remember x, which just ended (its end and error say why). */
+void xb_tomb_add(struct xb_core *s, const struct xb_sbx *x);
+/* The tombstone of id for tenant, if it ended within XB_TOMB_KEEP_MS. */
+const struct xb_tomb *xb_tomb_find(const struct xb_core *s, const char *id, int tenant);
+/* Fill err: XB_E_SANDBOX_ENDED, with when and why. Returns -ESRCH. */
+int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
 
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
@@ -174,6 +213,8 @@ struct xb_pending_ops {
         /* fds are the callee's (it closes them). */
         void (*file)(void *ctx, const struct xb_init_event *ev, int *fds, size_t nfds);
         void (*died)(void *ctx, const char *why);
+        /* init said the sandbox is set up (every owner with this hook hears it). */
+        void (*ready)(void *ctx);
 };
 /* A new tag for ops and ctx (borrowed until deleted); 0 when out of memory. */
 uint32_t xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx);

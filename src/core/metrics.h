@@ -23,6 +23,7 @@ struct xb_tenant_metrics {
         uint64_t sandboxes;                /* alive now */
         uint64_t sandboxes_created;
         uint64_t execs_by_status[XB_ST_RUNNING + 1];
+        uint64_t fds;                      /* the daemon's fds its sandboxes hold (fds.c) */
 };
 
 struct xb_metrics {

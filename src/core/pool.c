@@ -102,6 +102,9 @@ create_error(struct xb_err *err)
                 err->ecode = XB_E_INVALID_MOUNT;
         else if (err->code == EAGAIN)
                 err->ecode = XB_E_TOO_MANY_SANDBOXES;
+        else if (err->code == EMFILE || err->code == ENFILE || err->code == ENOMEM || err->code == ENOSPC ||
+                 err->code == ENOBUFS || err->code == EEXIST || err->code == EBUSY)
+                err->ecode = XB_E_SANDBOX_UNAVAILABLE;   /* the host is short of something: 503, retry */
         else
                 err->ecode = XB_E_SANDBOX_FAILED;
         return -err->code;
@@ -139,6 +142,8 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
+        if (xb_fds_check(s, tenant, NULL, XB_FDS_PER_SANDBOX_BASE, err) < 0)
+                return -EMFILE;
         if (pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 
@@ -155,6 +160,7 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
         }
         x->tenant = tenant;
         x->env = env;
+        x->fds_base = xb_fds_charge(x, XB_FDS_PER_SANDBOX_BASE, NULL) == 0;
         {
                 struct timespec ts;
 

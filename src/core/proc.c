@@ -35,6 +35,9 @@
 #define READ_CHUNK 65536
 
 static void finish(struct xb_proc *p);
+static uint64_t kept(const struct xb_proc *p);
+static void budget_freed(struct xb_core *s);
+static void budget_unhold(struct xb_proc *p);
 
 bool
 xb_proc_running(const struct xb_proc *p)
@@ -102,6 +105,12 @@ proc_free(void *data)
 {
         struct xb_proc *p = data;
 
+        struct xb_core *s = p->sbx->core;
+        uint64_t k = kept(p);
+
+        s->out_mem -= k <= s->out_mem ? k : s->out_mem;
+        if (p->budget_held)
+                s->out_waiting--;
         xb_outbuf_free(&p->out);
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
@@ -110,8 +119,10 @@ proc_free(void *data)
         json_decref(p->env);
         free(p->client_tag);
         free(p->cwd);
+        xb_fds_release(p->sbx, p->fds_held);
         xb_sbx_unref(p->sbx);
         free(p);
+        budget_freed(s);
 }
 
 void
@@ -160,18 +171,76 @@ proc_prune_finished(struct xb_sbx *x)
 
 static void on_output(struct xb_io *io, uint32_t events);
 
-void
-proc_output_resume(struct xb_proc *p)
+static void
+watch_pipes(struct xb_proc *p)
 {
         struct xb_loop *l = p->sbx->core->loop;
 
+        if (p->out_held || p->budget_held)
+                return;
+        if (p->out_fd >= 0 && !p->out_io.active)
+                xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
+        if (p->err_fd >= 0 && !p->err_io.active)
+                xb_io_start(l, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+}
+
+void
+proc_output_resume(struct xb_proc *p)
+{
         if (!p->out_held)
                 return;
         p->out_held = false;
-        if (p->out_fd >= 0)
-                xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-        if (p->err_fd >= 0)
-                xb_io_start(l, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+        watch_pipes(p);
+}
+
+/* ---- the daemon-wide output budget ---- */
+
+#define OUTPUT_GUARANTEED (1u << 20)
+
+static uint64_t
+kept(const struct xb_proc *p)
+{
+        return p->out.head_len + p->out.ring_len + p->err.head_len + p->err.ring_len;
+}
+
+/* Whether more output would grow what p keeps (a full head and ring only
+ * overwrite the tail). */
+static bool
+growing(const struct xb_proc *p)
+{
+        return p->out.head_len + p->out.ring_len < p->out.limit || p->err.head_len + p->err.ring_len < p->err.limit;
+}
+
+/* p ended, or is being killed: the little left in its pipes is read. */
+static void
+budget_unhold(struct xb_proc *p)
+{
+        if (!p->budget_held)
+                return;
+        p->budget_held = false;
+        p->sbx->core->out_waiting--;
+        watch_pipes(p);
+}
+
+static void
+resume_budget(struct xb_sbx *x, void *data)
+{
+        (void)data;
+        for (struct xb_proc *p = x->procs; p; p = p->next)
+                if (p->budget_held) {
+                        p->budget_held = false;
+                        x->core->out_waiting--;
+                        watch_pipes(p);
+                }
+}
+
+/* Output memory came back: below 90% of the budget, every process that
+ * waited for it is read again. */
+static void
+budget_freed(struct xb_core *s)
+{
+        if (s->out_waiting && s->out_mem < s->o.output_budget / 10 * 9)
+                xb_sbx_foreach(s, resume_budget, NULL);
 }
 
 static void
@@ -196,17 +265,34 @@ static void
 on_output(struct xb_io *io, uint32_t events)
 {
         struct xb_proc *p = io->data;
+        struct xb_core *s = p->sbx->core;
         bool is_out = io == &p->out_io;
         struct xb_outbuf *b = is_out ? &p->out : &p->err;
         char buf[READ_CHUNK];
         bool got = false;
 
         (void)events;
+        /* The daemon keeps at most its output budget for every process in
+         * all: past it, a process whose buffers would grow is not read (it
+         * blocks on its pipe) until some output is freed. Each keeps its
+         * first OUTPUT_GUARANTEED regardless, so that small commands (of
+         * any tenant) still run while big ones wait. */
+        if (s->out_mem >= s->o.output_budget && kept(p) >= OUTPUT_GUARANTEED && growing(p) && !p->exited &&
+            !p->forgotten && !p->killed_by_request) {
+                p->budget_held = true;
+                s->out_waiting++;
+                xb_io_stop(&p->out_io);
+                xb_io_stop(&p->err_io);
+                return;
+        }
         for (int i = 0; i < 8 && !(p->exec && xb_call_held(p->exec)); i++) {
                 ssize_t n = read(io->fd, buf, sizeof(buf));
 
                 if (n > 0) {
+                        uint64_t before = kept(p);
+
                         xb_outbuf_write(b, buf, (size_t)n);
+                        s->out_mem += kept(p) - before;
                         proc_output(p, is_out ? "stdout" : "stderr", buf, (size_t)n);
                         got = true;
                         continue;
@@ -384,7 +470,7 @@ on_drain(struct xb_timer *t)
         struct xb_proc *p = t->data;
 
         /* Held: what is left in the pipes is the command's, and its reader is coming. */
-        if (p->out_held) {
+        if (p->out_held || p->budget_held) {
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
                 return;
         }
@@ -446,6 +532,8 @@ finish(struct xb_proc *p)
         close_pipe(&p->err_io, &p->err_fd);
         close_pipe(&p->in_io, &p->in_fd);
         close_pipe(&p->tty_io, &p->tty_sock);
+        xb_fds_release(p->sbx, p->fds_held);
+        p->fds_held = 0;
         if (!p->end_ms)
                 p->end_ms = xb_now_ms();
         if (p->sbx->sb)
@@ -505,7 +593,8 @@ proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
         p->cpu_us = cpu_us;
         p->maxrss = maxrss_kb * 1024;   /* the largest process of the tree, from wait4 */
         p->end_ms = xb_now_ms();
-        if (p->out_fd < 0 && p->err_fd < 0 && p->tty_sock < 0)
+        budget_unhold(p);
+        if (p->out_fd < 0 && p->err_fd < 0)
                 finish(p);
         else
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
@@ -558,6 +647,7 @@ xb_proc_forget(struct xb_proc *p)
         if (!p->finished) {
                 p->background = false;   /* unlink when it ends */
                 p->forgotten = true;
+                budget_unhold(p);
                 return;
         }
         proc_unlink(p);
@@ -602,6 +692,9 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                             "the sandbox has %u processes the server tracks, its limit", x->nprocs);
                 return NULL;
         }
+        /* Its pipes count against the tenant's and the sandbox's fd budgets. */
+        if (xb_fds_check(x->core, x->tenant, x, XB_FDS_PER_PROCESS, err) < 0)
+                return NULL;
         p = calloc(1, sizeof(*p));
         if (!p) {
                 xb_err_set(err, ENOMEM, "process");
@@ -676,6 +769,8 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
                 xb_io_start(x->core->loop, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
         }
+        if (xb_fds_charge(x, XB_FDS_PER_PROCESS, NULL) == 0)
+                p->fds_held = XB_FDS_PER_PROCESS;
         if (p->in_fd >= 0) {
                 xb_set_nonblock(p->in_fd, true);
                 xb_io_start(x->core->loop, &p->in_io, p->in_fd, 0, on_stdin, p);

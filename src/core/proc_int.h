@@ -31,6 +31,8 @@ struct xb_proc {
         int out_fd, err_fd, in_fd;
         struct xb_io out_io, err_io, in_io;
         bool out_held;               /* the exec call's stream is behind: pipes not read */
+        unsigned fds_held;
+        bool budget_held;            /* pipes not read: the daemon's output budget is spent */           /* charged to the sandbox's fd budget until its pipes close */
         struct xb_buf stdin_buf;
         bool stdin_close;            /* close stdin once stdin_buf drains */
         struct xb_timer hard, soft, drain;

@@ -231,6 +231,18 @@ pending_died(struct xb_sbx *x)
         }
 }
 
+/* Set up: each owner that waits for it hears it; it may delete its tag. */
+static void
+pending_ready(struct xb_sbx *x)
+{
+        for (size_t i = x->npending; i-- > 0;)
+                if (i < x->npending && x->pending[i].ops->ready) {
+                        struct xb_pending e = x->pending[i];
+
+                        e.ops->ready(e.ctx);
+                }
+}
+
 static void
 unowned(const struct xb_sbx *x, const struct xb_init_event *ev)
 {
@@ -280,6 +292,7 @@ unregister(struct xb_sbx *x)
         } else if (tdelete(x, &s->by_id, by_id)) {
                 struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, x->tenant);
 
+                xb_tomb_add(s, x);
                 s->nsandboxes--;
                 if (tm)
                         tm->sandboxes--;
@@ -294,6 +307,9 @@ finalize(struct xb_sbx *x)
 
         xb_io_stop(&x->pidfd_io);
         xb_io_stop(&x->sock_io);
+        if (x->fds_base)
+                xb_fds_release(x, XB_FDS_PER_SANDBOX_BASE);
+        x->fds_base = false;
         r = xb_sandbox_destroy(x->sb);
         x->sb = NULL;
         if (r < 0)
@@ -351,6 +367,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 xb__sbx_network_ready(x);
                         }
                         xb__sbx_start_timed(x);
+                        pending_ready(x);
                         break;
                 case XB_IEV_SPAWNED:
                 case XB_IEV_EXITED:

@@ -18,6 +18,11 @@ struct xb_pending_ops;
 
 #define XB__LINE_MAX_BYTES (32u << 20)
 #define XB__STDERR_TAIL 8192
+/* A cell's rich outputs (display and result bundles of every MIME type,
+ * images, errors) are bounded apart from its text: at most its
+ * output_limit or this, whichever is more. And its events, of any kind. */
+#define XB__CELL_RICH_DEFAULT (8u << 20)
+#define XB__CELL_EVENTS_MAX 100000
 
 enum xb__ss_state { SS_STARTING, SS_IDLE, SS_BUSY, SS_DEAD };
 
@@ -32,6 +37,11 @@ struct xb__cell {
         size_t returned;               /* outputs already sent by a soft-timeout reply */
         uint64_t start_ms, end_ms, timeout_ms, yield_ms, output_limit;
         uint64_t stream_bytes, dropped;
+        uint64_t rich_bytes, rich_dropped;   /* display, result and error outputs (xb__cell_charge_rich) */
+        unsigned events, events_dropped;     /* the driver's events for it (XB__CELL_EVENTS_MAX) */
+        struct xb_buf merge;           /* the text of outputs[merge_at - 1], growing: O(bytes), not O(n^2) */
+        size_t merge_at;
+        bool merge_dirty;              /* merge has text that output's JSON lacks */
         unsigned images;
         bool timed_out, done;
         bool yielded;                  /* answered "running" once: keep the end for a wait */
@@ -70,8 +80,18 @@ struct xb_session {
         struct xb_call *start_call;    /* a create that waits for a kernel to start */
         struct xb_timer start_timer;
         char death[240];
+        bool gone;                     /* being deleted (or its sandbox is): no restart can help */
         uint64_t started_ms;
 };
+
+/* Charge n bytes of rich output to c: false (and counted as dropped) when
+ * its rich-output budget would be passed. */
+bool xb__cell_charge_rich(struct xb__cell *c, uint64_t n);
+/* Whether c has no room left for the rich event that line starts (the
+ * driver writes "type" first; a line that lies about it harms only its cell),
+ * and count n bytes of an event dropped unread. */
+bool xb__cell_full(const struct xb__cell *c, const char *line, size_t len);
+void xb__cell_drop(struct xb__cell *c, uint64_t n);
 
 /* ---- sessions.c ---- */
 /* A driver's tag's callbacks (ctx: its session): init's events, and the

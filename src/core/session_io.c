@@ -20,6 +20,7 @@
 #include "core/session_int.h"
 
 #define CELL_IMAGES_MAX 32
+#define BIG_LINE (256u << 10)
 
 extern const char xb_python_driver[], xb_node_driver[];
 
@@ -172,12 +173,48 @@ clean_traceback(json_t *tb)
         return out;
 }
 
+/* The bytes of a bundle's values, what the daemon would keep of it. */
+static uint64_t
+bundle_bytes(json_t *data)
+{
+        const char *mime;
+        json_t *v;
+        uint64_t n = 0;
+
+        json_object_foreach(data, mime, v)
+                n += strlen(mime) + (json_is_string(v) ? json_string_length(v) : json_dumpb(v, NULL, 0, JSON_COMPACT));
+        return n;
+}
+
+static uint64_t
+error_bytes(json_t *ev)
+{
+        json_t *tb = json_object_get(ev, "traceback"), *v;
+        uint64_t n = json_string_length(json_object_get(ev, "evalue"));
+        size_t i;
+
+        json_array_foreach(tb, i, v)
+                n += json_string_length(v);
+        return n;
+}
+
 /* One of the running cell's events. Returns false on a protocol violation. */
 static bool
 cell_event(struct xb__cell *c, const char *type, json_t *ev)
 {
         struct xb_session *ss = c->ss;
 
+        /* Every event is the sandbox's to send, and bounded: beyond the count,
+         * or past the rich budget, it is dropped (and said so at the end). */
+        if (strcmp(type, "done") && ++c->events > XB__CELL_EVENTS_MAX) {
+                c->events_dropped++;
+                return true;
+        }
+        if ((!strcmp(type, "display") || !strcmp(type, "result")) && json_is_object(json_object_get(ev, "data")) &&
+            !xb__cell_charge_rich(c, bundle_bytes(json_object_get(ev, "data"))))
+                return true;
+        if (!strcmp(type, "error") && !xb__cell_charge_rich(c, error_bytes(ev)))
+                return true;
         if (strcmp(type, "stream") == 0) {
                 json_t *name = json_object_get(ev, "name"), *text = json_object_get(ev, "text");
 
@@ -263,7 +300,8 @@ on_out(struct xb_io *io, uint32_t events)
         (void)events;
         for (int i = 0; i < 16 && ss->out_fd >= 0; i++) {
                 ssize_t n = read(ss->out_fd, buf, sizeof(buf));
-                char *start, *nl;
+                size_t seen = ss->line.len;   /* no newline before this: scan only what is new */
+                char *start, *nl, *scan;
 
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return;
@@ -276,10 +314,21 @@ on_out(struct xb_io *io, uint32_t events)
                         return;
                 }
                 start = ss->line.data;
-                while ((nl = memchr(start, '\n', ss->line.len - (size_t)(start - ss->line.data)))) {
+                scan = ss->line.data + seen;
+                while ((nl = memchr(scan, '\n', ss->line.len - (size_t)(scan - ss->line.data)))) {
                         json_error_t je;
-                        json_t *ev = json_loadb(start, (size_t)(nl - start), 0, &je);
-                        bool ok = ev && json_is_object(ev) && handle_event(ss, ev);
+                        json_t *ev;
+                        bool ok;
+
+                        /* A big line for a cell with no room left is dropped unparsed:
+                         * parsing megabytes only to drop them would hold the loop. */
+                        if ((size_t)(nl - start) > BIG_LINE && ss->cell && xb__cell_full(ss->cell, start, (size_t)(nl - start))) {
+                                xb__cell_drop(ss->cell, (uint64_t)(nl - start));
+                                start = scan = nl + 1;
+                                continue;
+                        }
+                        ev = json_loadb(start, (size_t)(nl - start), 0, &je);
+                        ok = ev && json_is_object(ev) && handle_event(ss, ev);
 
                         json_decref(ev);
                         if (!ok) {
@@ -288,10 +337,19 @@ on_out(struct xb_io *io, uint32_t events)
                         }
                         if (ss->state == SS_DEAD)
                                 return;
-                        start = nl + 1;
+                        start = scan = nl + 1;
                 }
                 memmove(ss->line.data, start, ss->line.len - (size_t)(start - ss->line.data));
                 ss->line.len -= (size_t)(start - ss->line.data);
+                /* A huge line's buffer is not kept once it is handled. */
+                if (ss->line.cap > (1u << 20) && ss->line.len < (64u << 10)) {
+                        struct xb_buf small = { .max = ss->line.max };
+
+                        if (xb_buf_append(&small, ss->line.data, ss->line.len) == 0) {
+                                xb_buf_free(&ss->line);
+                                ss->line = small;
+                        }
+                }
         }
 }
 

@@ -361,7 +361,9 @@ fail_waiters(struct xb_session *ss, const char *status)
                 struct xb_call *call = ss->vars->call;
 
                 var_drop(ss->vars);
-                if (call)
+                if (call && (ss->gone || ss->sbx->state >= XB_SBX_DYING))
+                        xb_call_failf(call, XB_E_SESSION_DELETED, NULL, "the session is gone: %s", ss->death);
+                else if (call)
                         xb_call_failf(call, XB_E_SESSION_DEAD_LOST, NULL, "the session is not running");
         }
 }
@@ -410,6 +412,7 @@ xb_session_delete(struct xb_session *ss)
                 xb_timer_stop(&ss->start_timer);
                 xb_call_failf(call, XB_E_SESSION_DELETED, NULL, "the session was deleted before its interpreter started");
         }
+        ss->gone = true;
         xb__session_died(ss, "the session was deleted");
         xb_audit_add(x->audit, "session_delete", json_pack("{s:s}", "session", ss->id));
         xb_sbx_pending_del(x, ss->tag);

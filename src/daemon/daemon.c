@@ -74,21 +74,25 @@ load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
                 snprintf(path, sizeof(path), "%s/token", s->o.state_dir);
                 if (xb_read_file_at(AT_FDCWD, path, 1 << 16, &text, NULL) < 0) {
                         char tok[48];
-                        int fd;
+                        _cleanup_close_ int dfd = -EBADF;
 
+                        if (errno != ENOENT)
+                                return xb_err_set(err, errno, "read %s", path);
                         if (xb_random_id(tok, 33) < 0)
                                 return xb_err_msg(err, EIO, "no randomness for a token");
-                        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-                        if (fd < 0 || xb_write_all(fd, tok, strlen(tok)) < 0 || xb_write_all(fd, "\n", 1) < 0) {
-                                int e = errno;
-
-                                if (fd >= 0)
-                                        close(fd);
-                                return xb_err_set(err, e, "write %s", path);
-                        }
-                        close(fd);
+                        strcat(tok, "\n");
+                        /* Atomic: a full disk leaves no token file, not an empty one. */
+                        dfd = open(s->o.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (dfd < 0)
+                                return xb_err_set(err, errno, "open the state directory %s", s->o.state_dir);
+                        if ((r = xb_write_file_atomic(dfd, "token", tok, strlen(tok), 0600)) < 0)
+                                return xb_err_set(err, -r, "write %s", path);
+                        tok[strlen(tok) - 1] = '\0';
                         text = strdup(tok);
                         *generated = true;
+                } else if (text && !text[strspn(text, " \t\r\n")]) {
+                        return xb_err_msg(err, EINVAL, "the token file %s is empty (written by a start that "
+                                          "failed?); remove it to have a new token made, or write one in it", path);
                 }
         }
         if (!text)
@@ -100,6 +104,9 @@ load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
         s->ntokens = t.n;
         if (r < 0)
                 return r;
+        if (!s->ntokens && s->o.token_file)
+                return xb_err_msg(err, EINVAL, "no token found in --token-file %s; put one per line in it",
+                                  s->o.token_file);
         if (!s->ntokens)
                 return xb_err_msg(err, EINVAL, "no token found; put one in the token file or EXECBOX_TOKEN");
         return 0;
@@ -219,6 +226,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .cgroup_prefix = s->o.cgroup_prefix,
+                                    .output_budget = s->o.output_budget,
                                     .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
                                     .sign = xb_sign };

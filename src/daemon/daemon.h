@@ -19,6 +19,7 @@ struct xb_server_opts {
         bool require_guide;           /* Pandora: exec needs guideFollowed */
         bool conformance_fixtures;    /* MCP conformance suite tools */
         size_t body_max, upload_max;
+        uint64_t output_budget;       /* --output-budget: command output the daemon keeps, in all; 0 default */
         unsigned max_sandboxes;
         unsigned pool_size;
         struct xb_limits defaults;    /* sandbox limits when a request sets none */

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "ops/op_args.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,27 @@ xb_op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
 
         if (!x)
-                xb_call_failf(c, XB_E_SANDBOX_NOT_FOUND, NULL, "no sandbox with id `%.64s`", id ? id : "");
+                xb_op_no_sandbox(core, tenant, id, c);
         return x;
+}
+
+void
+xb_op_no_sandbox(struct xb_core *core, int tenant, const char *id, struct xb_call *c)
+{
+        struct xb_err err = { 0 };
+
+        xb_op_no_sandbox_err(core, tenant, id, &err);
+        xb_call_fail(c, &err);
+}
+
+int
+xb_op_no_sandbox_err(struct xb_core *core, int tenant, const char *id, struct xb_err *err)
+{
+        const struct xb_tomb *t = xb_tomb_find(core, id, tenant);
+
+        if (t)
+                return xb_tomb_err(t, err);
+        return xb_err_code(err, XB_E_SANDBOX_NOT_FOUND, ENOENT, NULL, "no sandbox with id `%.64s`", id ? id : "");
 }
 
 struct xb_proc *

@@ -14,6 +14,7 @@
 #include "base/cleanup.h"
 #include "core/core.h"
 #include "core/files.h"
+#include "ops/op_args.h"
 #include "ops/jsonv.h"
 #include "ops/op_files.h"
 #include "ops/ops.h"
@@ -179,7 +180,7 @@ xb_opfile_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_err 
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
 
         if (!x) {
-                xb_err_code(err, XB_E_SANDBOX_NOT_FOUND, ENOENT, NULL, "no sandbox with id `%.64s`", id ? id : "");
+                xb_op_no_sandbox_err(core, tenant, id, err);
                 return NULL;
         }
         return xb_fileop_sandbox_ok(x, err) < 0 ? NULL : x;

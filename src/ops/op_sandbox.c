@@ -89,6 +89,75 @@ parse_mounts(json_t *body, struct xb_bind *binds, size_t *n, struct xb_err *err)
         return xb_binds_validate(binds, *n, err);
 }
 
+/* A cold start answers once init says the sandbox is set up: a create
+ * must not say 201 for a sandbox that dies while starting (out of fds or
+ * memory near the host's limits), it says 503. */
+struct create_wait {
+        struct xb_call *c;
+        struct xb_sbx *x;
+        uint32_t tag;
+};
+
+static void
+cw_free(struct create_wait *w)
+{
+        xb_sbx_unref(w->x);
+        free(w);
+}
+
+static void
+cw_ready(void *ctx)
+{
+        struct create_wait *w = ctx;
+
+        xb_sbx_pending_del(w->x, w->tag);
+        xb_call_on_cancel(w->c, NULL, NULL);
+        xb_call_done(w->c, xb_sbx_json(w->x));
+        cw_free(w);
+}
+
+static void
+cw_died(void *ctx, const char *why)
+{
+        struct create_wait *w = ctx;
+
+        xb_call_on_cancel(w->c, NULL, NULL);
+        xb_call_failf(w->c, XB_E_SANDBOX_UNAVAILABLE, NULL, "the sandbox died while starting: %s",
+                      why ? why : "its init exited");
+        cw_free(w);
+}
+
+/* The client left: the sandbox stays, as any created one (its lease ends it). */
+static void
+cw_cancel(void *owner)
+{
+        struct create_wait *w = owner;
+
+        xb_sbx_pending_del(w->x, w->tag);
+        cw_free(w);
+}
+
+static const struct xb_pending_ops cw_ops = { .died = cw_died, .ready = cw_ready };
+
+static void
+create_answer(struct xb_sbx *x, struct xb_call *c)
+{
+        struct create_wait *w;
+
+        if (x->state != XB_SBX_STARTING || !(w = calloc(1, sizeof(*w)))) {
+                xb_call_done(c, xb_sbx_json(x));
+                return;
+        }
+        *w = (struct create_wait){ .c = c, .x = x };
+        if (!(w->tag = xb_sbx_pending_add(x, &cw_ops, w))) {
+                free(w);
+                xb_call_done(c, xb_sbx_json(x));
+                return;
+        }
+        xb_sbx_ref(x);
+        xb_call_on_cancel(c, cw_cancel, w);
+}
+
 static void
 op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
@@ -154,7 +223,7 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_sbx_set_network(x, pol, &err);   /* checked above */
                 xb_netpol_unref(pol);
         }
-        xb_call_done(c, xb_sbx_json(x));
+        create_answer(x, c);
 }
 
 struct list_ctx {

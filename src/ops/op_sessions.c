@@ -44,7 +44,7 @@ op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
 
         if (!x)
-                xb_call_failf(call, XB_E_SANDBOX_NOT_FOUND, NULL, "no sandbox with id `%.64s`", id ? id : "");
+                xb_op_no_sandbox(core, tenant, id, call);
         return x;
 }
 

@@ -31,6 +31,8 @@ static const char *const hints[XB_E__COUNT] = {
                               "one with sandbox_create",
         [XB_E_SANDBOX_EXPIRED] = "the sandbox has ended: pass sandbox_id null to use your default sandbox, or "
                                  "create one with sandbox_create",
+        [XB_E_SANDBOX_ENDED] = "the sandbox has ended and its files are gone: pass sandbox_id null to use your "
+                               "default sandbox, or create one with sandbox_create",
         [XB_E_SANDBOX_BUSY] = "retry in a moment",
         [XB_E_SANDBOX_FAILED] = "retry; if it persists, check the server log",
         [XB_E_SANDBOX_UNAVAILABLE] = "retry",
@@ -52,6 +54,8 @@ static const char *const hints[XB_E__COUNT] = {
                                "stop some with process_kill, or create a sandbox with a higher limits.pids",
         [XB_E_TOO_MANY_PROCESSES] = "the sandbox keeps too many processes: wait for some to end, or continue in a "
                                     "fresh sandbox from sandbox_create",
+        [XB_E_FD_BUDGET] = "stop background processes (process_kill) or delete sandboxes you no longer need, then "
+                           "retry",
         [XB_E_COMMAND_TOO_LONG] = "write long inputs to a file with write_file and pass its path",
         [XB_E_COMMAND_NOT_FOUND] = "check the program name; run_command runs cmd through bash, which searches PATH "
                                    "and reports errors as exit code 127",

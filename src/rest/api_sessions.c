@@ -27,6 +27,8 @@
 #define HINT_SESSION_DEAD "POST .../sessions/{sid}/restart starts a fresh interpreter"
 #define HINT_CELL_RUNNING "the cell is still running; POST .../sessions/{sid}/wait for more output, or .../interrupt " \
                           "to stop it"
+#define HINT_CELL_GONE "the session was deleted, or its sandbox ended: create a session (POST " \
+                       "/v1/sandboxes/{id}/sessions, in a new sandbox if this one is gone) and run the cell there"
 #define HINT_CELL_DEAD "the interpreter died (out of memory, a crash, or killed); POST .../sessions/{sid}/restart " \
                        "starts a fresh one"
 
@@ -118,8 +120,10 @@ static json_t *
 cell_hints(json_t *res)
 {
         const char *status = json_string_value(json_object_get(res, "status")) ?: "";
-        const char *hint = !strcmp(status, "running") ? HINT_CELL_RUNNING : !strcmp(status, "dead") ? HINT_CELL_DEAD
-                                                                                                      : NULL;
+        bool gone = json_is_true(json_object_get(res, "session_gone"));
+        const char *hint = !strcmp(status, "running") ? HINT_CELL_RUNNING
+                           : !strcmp(status, "dead")  ? (gone ? HINT_CELL_GONE : HINT_CELL_DEAD)
+                                                      : NULL;
         json_t *o;
 
         if (!hint)

@@ -22,9 +22,12 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_SANDBOX_GONE] = { 410, "create a new sandbox" },
         [XB_E_SANDBOX_EXPIRED] = { 410, "create a new sandbox",
                                    "; extend it with POST /v1/sandboxes/{id}/keepalive" },
+        [XB_E_SANDBOX_ENDED] = { 410, "it cannot be used again and its files are gone; create a new sandbox "
+                                      "with POST /v1/sandboxes" },
         [XB_E_SANDBOX_BUSY] = { 503, "retry in a moment" },
         [XB_E_SANDBOX_FAILED] = { 500, "retry; if it persists, check the server log" },
-        [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry" },
+        [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry in a few seconds: the server is short of file descriptors, "
+                                           "memory or disk; delete sandboxes you no longer need" },
         [XB_E_TOO_MANY_SANDBOXES] = { 429, "delete sandboxes you no longer need" },
         [XB_E_INVALID_MOUNT] = { 400, "mount only directories the operator allowed with --allow-mount" },
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },
@@ -48,6 +51,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
                                  "end, kill some (see GET .../processes), or create the sandbox with a higher "
                                  "limits.pids" },
         [XB_E_TOO_MANY_PROCESSES] = { 429, "wait for or delete finished processes" },
+        [XB_E_FD_BUDGET] = { 429, "stop or delete background processes (DELETE /v1/sandboxes/{id}/processes/{pid}) "
+                                  "or sandboxes you no longer need, then retry" },
         [XB_E_COMMAND_TOO_LONG] = { 400, "write long inputs to a file and pass its path" },
         [XB_E_COMMAND_NOT_FOUND] = { 400, "check the program name; use `cmd` to run it through bash, which searches "
                                      "PATH and reports errors as exit code 127" },

@@ -381,7 +381,14 @@ mkgroup(int parent, const char *name)
                         return -errno;
         }
         fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return fd < 0 ? -errno : fd;
+        if (fd < 0) {
+                int e = errno;
+
+                /* Out of fds, say: the group must not outlive this failure. */
+                unlinkat(parent, name, AT_REMOVEDIR);
+                return -e;
+        }
+        return fd;
 }
 
 /* v1 has no memory.events: an eventfd registered on memory.oom_control
@@ -766,22 +773,39 @@ xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name)
         return removed;
 }
 
+/* Every hierarchy is read: a start that failed half-way (out of fds) may
+ * have left a group in one controller only. A name is reported once, from
+ * the first root that has it. */
 int
 xb_cgroup_sys_names(struct xb_cgroup_sys *sys, void (*fn)(const char *name, void *data), void *data)
 {
-        int root = sys->v2_root >= 0 ? sys->v2_root : sys->v1_root[CTL_MEMORY];
-        _cleanup_close_ int fd = root >= 0 ? openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -EBADF;
-        _cleanup_closedir_ DIR *d = xb_take_fdopendir(&fd);
+        int roots[NCTL + 1], nroots = 0, n = 0;
         size_t plen = strlen(sys->prefix);
-        struct dirent *de;
-        int n = 0;
 
-        if (!d)
-                return -errno;
-        while ((de = readdir(d)))
-                if (strncmp(de->d_name, sys->prefix, plen) == 0 && de->d_name[plen] == '-') {
+        if (sys->v2_root >= 0)
+                roots[nroots++] = sys->v2_root;
+        for (int i = 0; i < NCTL; i++)
+                if (sys->v1_root[i] >= 0 && sys->v1_alias[i] < 0)
+                        roots[nroots++] = sys->v1_root[i];
+        for (int k = 0; k < nroots; k++) {
+                _cleanup_close_ int fd = openat(roots[k], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_closedir_ DIR *d = xb_take_fdopendir(&fd);
+                struct dirent *de;
+                bool seen;
+
+                if (!d)
+                        return n ? n : -errno;
+                while ((de = readdir(d))) {
+                        if (strncmp(de->d_name, sys->prefix, plen) || de->d_name[plen] != '-')
+                                continue;
+                        seen = false;
+                        for (int j = 0; j < k && !seen; j++)
+                                seen = faccessat(roots[j], de->d_name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+                        if (seen)
+                                continue;
                         fn(de->d_name + plen + 1, data);
                         n++;
                 }
+        }
         return n;
 }

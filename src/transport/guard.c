@@ -25,26 +25,43 @@
 
 static const char *const loopback_names[] = { "localhost", "127.0.0.1", "[::1]" };
 
+/* Split "name", "name:port", "[v6]" or "[v6]:port": the name's length, and
+ * *port (NULL without one); false when it is none of these. */
+static bool
+split_host(const char *hp, size_t len, size_t *ret_hlen, const char **port, size_t *ret_plen)
+{
+        const char *end = hp + len, *colon;
+
+        if (len && hp[0] == '[') {
+                const char *rb = memchr(hp, ']', len);
+
+                if (!rb)
+                        return false;
+                colon = rb + 1 < end ? rb + 1 : NULL;
+                if (colon && *colon != ':')
+                        return false;
+        } else
+                colon = memchr(hp, ':', len);
+        *ret_hlen = colon ? (size_t)(colon - hp) : len;
+        *port = colon ? colon + 1 : NULL;
+        *ret_plen = colon ? (size_t)(end - colon - 1) : 0;
+        return *ret_hlen && (!colon || (*ret_plen && strspn(*port, "0123456789") >= *ret_plen));
+}
+
 /* Whether hostport ("name", "name:port") is allowed by entry ("name" for
  * any port, "name:port" for that one). Names compare without case. */
 static bool
 host_matches(const char *hostport, size_t len, const char *entry)
 {
-        const char *colon = memrchr(hostport, ':', len), *ecolon = strrchr(entry, ':');
-        size_t hlen, elen = strlen(entry);
+        size_t hlen, plen, ehlen, eplen;
+        const char *port, *eport;
 
-        /* "[::1]:8000": the port's colon is the one after the bracket. */
-        if (colon && hostport[0] == '[' && !memchr(colon, ']', len - (size_t)(colon - hostport)) &&
-            colon[-1] != ']')
-                colon = NULL;
-        if (ecolon && entry[0] == '[' && ecolon[-1] != ']')
-                ecolon = NULL;
-        hlen = colon ? (size_t)(colon - hostport) : len;
-        if (colon && strspn(colon + 1, "0123456789") != len - hlen - 1)
+        if (!split_host(hostport, len, &hlen, &port, &plen) ||
+            !split_host(entry, strlen(entry), &ehlen, &eport, &eplen))
                 return false;
-        if (ecolon)   /* a port in the entry: the whole must match */
-                return len == elen && strncasecmp(hostport, entry, len) == 0;
-        return hlen == elen && strncasecmp(hostport, entry, hlen) == 0;
+        if (hlen != ehlen || strncasecmp(hostport, entry, hlen))
+                return false;
+        return !eport || (port && plen == eplen && !memcmp(port, eport, plen));
 }
 
 static bool

@@ -50,6 +50,10 @@ http_prepare(void *data)
                 return -1;
         if (h->need_run) {
                 h->need_run = false;
+                /* Twice: a connection MHD marks closed in one run (an error
+                 * it could not even answer) is closed only by the next, and
+                 * its timeout does not say that one is due. */
+                MHD(run)(h->mhd);
                 MHD(run)(h->mhd);
         }
         if (MHD(get_timeout)(h->mhd, &to) == MHD_YES)
@@ -327,6 +331,37 @@ http_hold(struct xb_req *r)
 
 /* ---- the request life cycle ---- */
 
+/* A connection's request with more query arguments than this is refused
+ * (414): MHD parses them into the connection's small memory pool, and when
+ * that runs out it cannot even send its error. */
+#define MAX_QUERY_ARGS 100
+/* Each connection's pool (MHD's default is 32 KiB): room to parse a long
+ * query and still answer it. Pages not touched are not resident. The
+ * request's own sizes stay bounded as they were with the default pool. */
+#define CONN_POOL (256u << 10)
+#define MAX_HEADER_BYTES (32u << 10)
+#define MAX_URL_BYTES (32u << 10)
+
+static enum MHD_Result
+add_size(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        size_t *n = cls;
+
+        (void)kind;
+        *n += strlen(key) + (value ? strlen(value) : 0) + 4;
+        return MHD_YES;
+}
+
+static size_t
+values_size(struct MHD_Connection *conn, enum MHD_ValueKind kind)
+{
+        size_t n = 0;
+
+        MHD(get_connection_values)(conn, kind, add_size, &n);
+        return n;
+}
+static char too_many_args;            /* con_cls of such a request, until on_request */
+
 void
 http_req_free(struct xb_req *r)
 {
@@ -362,6 +397,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
 
         (void)cls;
         (void)conn;
+        if (r == (void *)&too_many_args)
+                *con_cls = r = NULL;
         if (!r)
                 return;
         *con_cls = NULL;
@@ -407,8 +444,11 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 {
         struct xb_http *h = cls;
         struct xb_req *r = *con_cls;
+        bool cut = r == (void *)&too_many_args;
 
         (void)version;
+        if (cut)
+                r = NULL;
         if (!r || !r->http) {
                 size_t cap = strlen(url) + MAX_PARAMS + 1;
 
@@ -430,6 +470,22 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 if (!r->path || !r->scratch)
                         return MHD_NO;
                 r->may_hold = body_follows(r);
+                if (cut) {
+                        xb_reply_error(r, 414, "too_many_parameters",
+                                       "send at most 100 query parameters; put data in a JSON body",
+                                       "the URL has more than %d query parameters", MAX_QUERY_ARGS);
+                        return MHD_YES;
+                }
+                if (strlen(url) + values_size(conn, MHD_GET_ARGUMENT_KIND) > MAX_URL_BYTES) {
+                        xb_reply_error(r, 414, "uri_too_long", "send a shorter URL; put data in a JSON body",
+                                       "the URL is over %u bytes", MAX_URL_BYTES);
+                        return MHD_YES;
+                }
+                if (values_size(conn, MHD_HEADER_KIND) > MAX_HEADER_BYTES) {
+                        xb_reply_error(r, 431, "headers_too_large", "send fewer or shorter headers",
+                                       "the request's headers are over %u bytes", MAX_HEADER_BYTES);
+                        return MHD_YES;
+                }
                 if (!http_route_admit(r, method))
                         return MHD_YES;
                 if (r->route->flags & (XB_ROUTE_SINK | XB_ROUTE_PROXY)) {
@@ -515,15 +571,27 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 
 /* ---- start and stop ---- */
 
-/* The request target as sent, before libmicrohttpd decodes it: a proxied
- * request goes on with it unchanged. The request starts here. */
+/* MHD_OPTION_URI_LOG_CALLBACK: the raw URI, before MHD splits its query.
+ * The request target as sent, before libmicrohttpd decodes it: a proxied
+ * request goes on with it unchanged. The request starts here.
+ * Too many arguments: cut them off at the '?' (the buffer is MHD's read
+ * buffer, writable; MHD looks for the '?' after this call). */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
-        struct xb_req *r = calloc(1, sizeof(*r));
+        char *q = strchr(uri, '?');
+        size_t n = 1;
+        struct xb_req *r;
 
         (void)cls;
         (void)conn;
+        for (const char *p = q; p && *p && n <= MAX_QUERY_ARGS; p++)
+                n += *p == '&';
+        if (n > MAX_QUERY_ARGS) {
+                *q = '\0';
+                return &too_many_args;
+        }
+        r = calloc(1, sizeof(*r));
         if (r)
                 r->raw_uri = strdup(uri);
         return r;
@@ -579,10 +647,12 @@ xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct xb_r
                                    /* First: MHD warns about options set before it (0.9.75). */
                                    MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
                                    MHD_OPTION_CONNECTION_LIMIT, o->conn_limit ? o->conn_limit : 1024,
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_POOL,
                                    MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s ? o->conn_timeout_s : 60,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                    MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                                    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, h,
+                                   MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                                    MHD_OPTION_END);
         if (!h->mhd) {
                 close(h->listen_fd);

@@ -102,10 +102,11 @@ def test_dns_rebinding_host_is_refused(server):
     expect(raw(server, "GET", "/healthz", headers={"Host": host}), 200)
     # Control: the loopback names (any case, any port) are fine, and so is a
     # single-label name, which no page's DNS can give an address.
-    for h in ("127.0.0.1", f"LOCALHOST:{server.port}", f"[::1]:{server.port}", "x", "devbox:8000"):
+    for h in ("127.0.0.1", f"LOCALHOST:{server.port}", f"[::1]:{server.port}", "[::1]", "x", "devbox:8000"):
         expect(raw(server, "GET", "/v1/sandboxes", headers={"Host": h}), 200)
     # A look-alike is not loopback.
-    for h in (f"127.0.0.1.evil.example:{server.port}", "localhost.evil", "localhost:80x", "user@127.0.0.1"):
+    for h in (f"127.0.0.1.evil.example:{server.port}", "localhost.evil", "localhost:80x", "user@127.0.0.1", "[::1]x",
+              "[::2]:80", "localhost:"):
         expect_error(raw(server, "GET", "/v1/sandboxes", headers={"Host": h}), 421, "forbidden_host")
 
 

@@ -299,7 +299,7 @@ RUN_BAD = [("--timeout", "soon"), ("--timeout", "8d"), ("--cpu-time", "x"), ("--
 SERVE_BAD = [("--pool", "5000"), ("--pool", "x"), ("--max-sandboxes", "0"), ("--memory", "lots"),
              ("--memory", "1K"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"), ("--body-max", "x"),
              ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
-             ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b"),
+             ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b"), ("--output-budget", "1M"),
              ("--network-max", "lots"), ("--network-deny", "bad host!"), ("--package-source", "ftp://x"),
              ("--dns-server", "nowhere"), ("--network-connections", "0"), ("--network-rate", "x")]
 MCP_BAD = [("--pool", "500"), ("--memory", "lots"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"),
@@ -311,7 +311,7 @@ NAMES = {
             "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
+              "pids", "cpus", "disk", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
               "require-guide",
               "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
               "dns-server", "network-connections", "network-rate", "help"],
@@ -493,7 +493,8 @@ def test_create_ls_rm(execbox, srv, cenv):
     assert (p.returncode, p.out, p.err) == (0, "", "")
     assert run(execbox, "ls", "-q", env=cenv).out == ""
     p = run(execbox, "rm", sid, env=cenv)
-    assert p.returncode == OWN_ERROR and "no sandbox with id" in one_line(p)
+    # A removed sandbox's tombstone says so (issue 12, section 5).
+    assert p.returncode == OWN_ERROR and "has ended: the sandbox was deleted" in one_line(p)
 
 
 def test_exec_streams_and_exits_as_run_does(execbox, cenv, sid):

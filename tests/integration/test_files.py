@@ -426,7 +426,7 @@ def test_sandbox_deleted_during_upload_is_410(srv):
         for _ in range(8):
             yield b"y" * 65536
     expect_error(put(srv, sb, "up.bin", chunks()), 410, "sandbox_gone")
-    expect_error(get(srv, sb, "up.bin"), 404, "sandbox_not_found")
+    expect_error(get(srv, sb, "up.bin"), 410, "sandbox_gone")     # its tombstone (issue 12)
 
 
 # ---- validation ----

@@ -234,7 +234,7 @@ def test_sessions(server):
     expect(requests.get(server.url + "/mcp", headers=c.headers({"Accept": "application/json"}), timeout=10), 406)
     r = requests.delete(server.url + "/mcp", headers=c.headers(), timeout=10)
     expect(r, 204)
-    expect_error(server.get(f"/v1/sandboxes/{sandbox}"), 404, "sandbox_not_found")
+    expect_error(server.get(f"/v1/sandboxes/{sandbox}"), 410, "sandbox_gone")     # its tombstone (issue 12)
     rpc_error(c.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}), 404, -32001)
     assert requests.delete(server.url + "/mcp", headers=c.headers(), timeout=10).status_code == 404
     assert requests.get(server.url + "/mcp", headers={"Accept": ACCEPT}, timeout=10).status_code == 405

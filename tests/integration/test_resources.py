@@ -154,7 +154,9 @@ def test_setsid_double_fork_escapee_dies_with_the_run(probe):
     assert r.probe["escapee_pid"] > 1
     assert not xbhost.find_by_comm(t), "the escapee survived the run"
     table = xbhost.proc_table()
-    assert not [p for p in xbhost.sandbox_procs(table).values() if not xbhost.foreign(table, p.pid, os.getpid())]
+    # Ours only: not under a foreign execbox, nor in another run's cgroups.
+    assert not [p for p in xbhost.sandbox_procs(table).values()
+                if not xbhost.foreign(table, p.pid, os.getpid()) and not xbhost.proc_cgroup_foreign(p.pid)]
 
 
 @xbhost.retry_if_reaped

@@ -85,9 +85,10 @@ def test_list_get_delete(server):
     r = server.delete(f"/v1/sandboxes/{a['id']}")
     expect(r, 204)
     assert r.content == b""
-    expect_error(server.get(f"/v1/sandboxes/{a['id']}"), 404, "sandbox_not_found")
-    expect_error(server.delete(f"/v1/sandboxes/{a['id']}"), 404, "sandbox_not_found")
-    expect_error(server.post(f"/v1/sandboxes/{a['id']}/exec", {"cmd": "true"}), 404, "sandbox_not_found")
+    # A deleted sandbox's tombstone says so (issue 12, section 5): 410, not a bare 404.
+    expect_error(server.get(f"/v1/sandboxes/{a['id']}"), 410, "sandbox_gone")
+    expect_error(server.delete(f"/v1/sandboxes/{a['id']}"), 410, "sandbox_gone")
+    expect_error(server.post(f"/v1/sandboxes/{a['id']}/exec", {"cmd": "true"}), 410, "sandbox_gone")
     assert [s["id"] for s in server.get("/v1/sandboxes").json()["sandboxes"]] == [b["id"]]
     assert wait_until(lambda: sf.cgroups_gone(cgs), 3), f"the deleted sandbox's cgroups remain: {cgs}"
     server.sh(b["id"], "true")    # the other is unaffected
@@ -142,7 +143,8 @@ def test_expiry_removes_the_sandbox_and_its_cgroups(server):
     cgs = cgroups_of(server, sid)
     time.sleep(1.0)
     expect(server.get(f"/v1/sandboxes/{sid}"), 200)
-    gone = wait_until(lambda: server.get(f"/v1/sandboxes/{sid}").status_code == 404, 5, 0.1)
+    # Gone, with a tombstone that says so (issue 12, section 5): 410.
+    gone = wait_until(lambda: server.get(f"/v1/sandboxes/{sid}").status_code == 410, 5, 0.1)
     elapsed = time.monotonic() - t0
     assert gone, "the sandbox did not expire"
     assert 1.8 <= elapsed <= 4.0, f"expired after {elapsed:.2f}s, asked for 2s"

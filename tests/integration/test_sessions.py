@@ -459,7 +459,7 @@ def test_fork_bomb_gets_a_clear_result_and_the_server_survives(server):
     assert bystander.value(other, "'unaffected'") == "'unaffected'"
     # deleting the bombed sandbox takes every process with it (the fixture checks the host)
     server.remove(nb.sid)
-    expect_error(server.get(f"{nb.base}"), 404)
+    expect_error(server.get(f"{nb.base}"), 410)     # its tombstone (issue 12)
 
 
 def test_fork_bomb_leaves_the_sandbox_usable(server):
@@ -921,4 +921,4 @@ def test_deleting_the_sandbox_ends_its_running_cells(server):
         r = replies[name]
         expect(r, 200)
         assert r.json()["status"] == "dead" and r.json()["hint"], r.json()
-    expect_error(server.get(f"{nb.base}/sessions"), 404)
+    expect_error(server.get(f"{nb.base}/sessions"), 410)     # its tombstone (issue 12)

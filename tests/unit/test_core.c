@@ -212,13 +212,14 @@ Test(core, sandbox_command_file_cell_delete)
         }
         json_decref(res);
 
-        /* Delete: the sandbox is gone for later calls. */
+        /* Delete: the sandbox is gone for later calls, and its tombstone says so. */
         a = ARGS("{\"id\": \"%s\"%s}", id, "");
         json_decref(ok(&r, "sandbox_delete", a));
         run(&r, "get_sandbox", a, 0);
         free(a);
         cr_assert(r.failed);
-        cr_assert_eq(r.err.ecode, XB_E_SANDBOX_NOT_FOUND, "%s", xb_ecode_name(r.err.ecode));
+        cr_assert_eq(r.err.ecode, XB_E_SANDBOX_ENDED, "%s", xb_ecode_name(r.err.ecode));
+        cr_assert(strstr(r.err.msg, "deleted"), "%s", r.err.msg);
 }
 
 Test(core, a_departed_caller_kills_its_command)
