@@ -368,7 +368,7 @@ def test_network_log_and_metrics(srv, net):
     assert m['execbox_egress_bytes_total{direction="in"}'] >= m0['execbox_egress_bytes_total{direction="in"}'] + 1e5
     assert m['execbox_egress_dns_queries_total{answer="relayed"}'] >= 0
     srv.remove(sid)
-    expect_error(srv.get(f"/v1/sandboxes/{sid}/network/log"), 404, "sandbox_not_found")
+    expect_error(srv.get(f"/v1/sandboxes/{sid}/network/log"), 410, "sandbox_gone")
 
 
 def test_invalid_policies_are_400(srv):

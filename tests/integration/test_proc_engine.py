@@ -356,4 +356,4 @@ def test_watcher_reports_its_directory_gone_and_an_attached_stream_does_not_hold
     events = sse_events(resp, t0)
     assert events and events[-1][1] in ("result", "error"), events
     assert time.monotonic() - t0 < 15, "the attached stream kept the sandbox alive"
-    expect_error(server.get(f"/v1/sandboxes/{sid}"), 404)
+    expect_error(server.get(f"/v1/sandboxes/{sid}"), 410, "sandbox_gone")

@@ -425,7 +425,11 @@ def leaks_since(before: HostState, me: int | None = None) -> list[str]:
     now = HostState(sandbox_procs(table), cgroup_dirs(), mounts(), temp_entries())
     found = []
     for key, p in now.procs.items():
-        if key not in before.procs and not foreign(table, p.pid, me) and not proc_cgroup_foreign(p.pid):
+        # A process in one of this run's cgroups is ours, whoever its parent
+        # (a daemon started detached); in another run's, not; in none, its
+        # ancestry decides.
+        where = proc_cgroup_foreign(p.pid)
+        if key not in before.procs and where is not True and (where is False or not foreign(table, p.pid, me)):
             found.append(f"process {p.pid} ({p.name}) with sandbox host uid {p.uid}, parent {p.ppid}")
     for p in table.values():
         if p.pid != me and p.state != "Z" and me in ancestors(table, p.pid):
