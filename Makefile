@@ -176,6 +176,11 @@ $(BUILD)/fuzz/fuzz_conf: tests/fuzz/fuzz_conf.c src/cli/config.c src/base/err.c
 	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_proxy: tests/fuzz/fuzz_proxy.c src/net/proxy_parse.c src/net/policy.c src/net/addr.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu17 -g -O1 -Wall -Wextra -Werror -Isrc -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=undefined -o $@ $(filter %.c,$^) -ljansson
+
 fuzz: $(FUZZ_BIN)
 
 fuzz-replay: $(FUZZ_BIN)
