@@ -216,6 +216,10 @@ $(BUILD)/fuzz/fuzz_connect: tests/fuzz/fuzz_connect.c src/e2b/connect.c src/base
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz/fuzz_proxy: tests/fuzz/fuzz_proxy.c src/net/proxy_parse.c src/net/policy.c src/net/addr.c src/base/err.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^) -ljansson
+
 fuzz: $(FUZZ_BIN)
 
 fuzz-replay: $(FUZZ_BIN)

@@ -13,13 +13,31 @@
 
 #include "net/proxy_int.h"
 
+/* c->host as the policy sees it: a literal address, or a normalised name
+ * ("A.Test." is a.test, "10.0.0.1." the address 10.0.0.1); a dotted run of
+ * digits that is no address (inet_aton's shorthands) is neither. */
+static int
+judge_host(struct xb_conn *c)
+{
+        struct xb_ip ip;
+
+        c->literal = xb_ip_parse(c->host, &ip) == 0;
+        if (c->literal)
+                return 0;
+        if (!xb_netname_normalize(c->host))
+                return -EINVAL;
+        c->literal = xb_ip_parse(c->host, &ip) == 0;
+        if (!c->literal && strspn(c->host, "0123456789.") == strlen(c->host))
+                return -EINVAL;
+        return 0;
+}
+
 /* Split "host:port" or "[v6]:port" into c->host and c->port. */
 static int
 set_target(struct xb_conn *c, const char *s, size_t len, uint16_t dflt)
 {
         const char *colon = NULL, *h = s;
         size_t hl = len;
-        struct xb_ip ip;
 
         if (len == 0 || len > XB_NETNAME_MAX + 8)
                 return -EINVAL;
@@ -62,10 +80,7 @@ set_target(struct xb_conn *c, const char *s, size_t len, uint16_t dflt)
                         return -EINVAL;
                 c->port = (uint16_t)p;
         }
-        c->literal = xb_ip_parse(c->host, &ip) == 0;
-        if (!c->literal && !xb_netname_normalize(c->host))
-                return -EINVAL;
-        return 0;
+        return judge_host(c);
 }
 
 static bool
@@ -253,13 +268,7 @@ parse_socks(struct xb_conn *c)
                 }
                 memcpy(c->host, b + 5, b[4]);
                 c->host[b[4]] = '\0';
-                c->literal = false;
-                {
-                        struct xb_ip ip;
-
-                        c->literal = xb_ip_parse(c->host, &ip) == 0;
-                }
-                if (!c->literal && !xb_netname_normalize(c->host)) {
+                if (judge_host(c) < 0) {
                         xb__px_socks_reply(c, SOCKS_BADATYP);
                         return;
                 }
@@ -268,6 +277,10 @@ parse_socks(struct xb_conn *c)
                 c->literal = true;
         }
         c->port = (uint16_t)(b[need - 2] << 8 | b[need - 1]);
+        if (c->port == 0) {
+                xb__px_socks_reply(c, SOCKS_FAIL);   /* found by tests/fuzz/fuzz_proxy.c */
+                return;
+        }
         c->up.off += need;
         c->up.len -= need;
         xb__px_resolve(c);

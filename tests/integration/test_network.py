@@ -162,6 +162,10 @@ def test_live_patch_takes_effect_on_the_next_connection(srv, net):
                    {"cmd": "while :; do curl -s -m 5 -o /dev/null -w '%{http_code}\\n' http://b.test/who; "
                            "sleep 0.2; done"}).json()["pid"]
     assert fetch(srv, sid, "http://b.test/who")[0] == "403"
+    deadline = time.monotonic() + 10
+    while "403" not in srv.get(f"/v1/sandboxes/{sid}/processes/{pid}/output").json()["stdout"]:
+        assert time.monotonic() < deadline, "the loop never ran"
+        time.sleep(0.1)
     r = patch(srv, sid, {"mode": "allowlist", "allow": ["a.test", "b.test"]})
     assert r.json()["allow"] == ["a.test", "b.test"]
     assert fetch(srv, sid, "http://b.test/who")[0] == "200"
