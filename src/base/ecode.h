@@ -25,6 +25,11 @@
         X(INVALID_TEMPLATE, "invalid_request")                        \
         X(INVALID_METADATA, "invalid_request")                        \
         X(METADATA_TOO_LARGE, "invalid_request")                      \
+        /* templates and layers */                                    \
+        X(TEMPLATE_NOT_FOUND, "template_not_found")                   \
+        X(TEMPLATE_EXISTS, "template_exists")                         \
+        X(TEMPLATE_IN_USE, "template_in_use")                         \
+        X(LAYERS_UNSUPPORTED, "layers_unsupported")                   \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
         X(PROCESS_FINISHED, "process_finished")                       \

@@ -13,7 +13,8 @@ int
 xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
 {
         struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .allow_mounts = o->allow_mounts,
-                                     .nallow = o->nallow };
+                                     .nallow = o->nallow, .layers = o->layers, .state_dir = o->state_dir,
+                                     .store_size = o->store_size };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
 
@@ -37,6 +38,13 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c->rxbuf);
                 free(c);
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
+        }
+        if ((r = xb_templates_open(c, err)) < 0) {
+                xb_audits_free(c->audits);
+                xb_engine_close(c->eng);
+                free(c->rxbuf);
+                free(c);
+                return r;
         }
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
@@ -78,6 +86,7 @@ xb_core_close(struct xb_core *c)
                 xb_loop_run(c->loop);
                 xb_timer_stop(&t);
         }
+        xb_templates_close(c);
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
         free(c->m.tenant);

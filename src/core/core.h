@@ -35,6 +35,7 @@
 
 struct xb_audits;
 struct xb_audit;
+struct xb_template;
 
 struct xb_core_opts {
         unsigned max_sandboxes;       /* 0: XB_SERVER_MAX_SANDBOXES_DEFAULT */
@@ -47,6 +48,9 @@ struct xb_core_opts {
         size_t upload_max;            /* file contents an operation carries in JSON */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        int layers;                   /* XB_LAYERS_* (sandbox.h) */
+        const char *state_dir;        /* the layer store's home */
+        uint64_t store_size;
 };
 
 struct xb_core {
@@ -64,11 +68,17 @@ struct xb_core {
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
         struct xb_audits *audits;     /* every sandbox's audit log (audit.h) */
+        struct xb_template *templates;   /* templates.h: snapshots, persisted under state_dir */
+        char *templates_dir;          /* state_dir/templates; NULL: none kept */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
  * runs reaped, the pool started. err says why not. */
 int xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err);
+/* The templates persisted under state_dir, and the layer store's garbage
+ * collection (templates.c; templates.h has the rest). */
+int xb_templates_open(struct xb_core *s, struct xb_err *err);
+void xb_templates_close(struct xb_core *s);
 /* No more sandboxes from here on (the daemon is stopping). */
 void xb_core_stop(struct xb_core *c);
 /* Kill every sandbox, run the loop until they are reaped (at most 5 s) and
@@ -100,6 +110,9 @@ struct xb_sbx {
         bool paused;                  /* its cgroup is frozen (pause.c) */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
+        uint32_t uid;                 /* commands' default user inside: 0 or XB_USER_UID */
+        char **lowers;                /* its template's layers, top first (NULL: base) */
+        struct xb_template *tmpl;     /* the template it holds a reference on, or NULL */
         char **env;                   /* sandbox-wide "K=V" set at creation */
         json_t *metadata;
         uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic */
@@ -133,6 +146,10 @@ struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 int xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
                   size_t nbinds, char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret,
                   struct xb_err *err);
+/* The same with a layered root of root's layers (NULL: the base, pool allowed). */
+int xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
+                       size_t nbinds, const struct xb_root_spec *root, char **env, json_t *metadata,
+                       uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err);
 void xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms);
 /* Kill everything and unregister, for end and why (neutral words, or NULL);
  * the memory goes when the last ref does. A second call does nothing. */

@@ -215,7 +215,9 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
-                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
+                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
+                                    .layers = s->o.layers, .state_dir = s->o.state_dir,
+                                    .store_size = s->o.store_size };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;

@@ -36,6 +36,8 @@ struct xb_server_opts {
         bool access_log;              /* one line per HTTP request on stderr */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        int layers;                   /* XB_LAYERS_*: --layers disk, memory or none */
+        uint64_t store_size;          /* --store-size: the layer store's image */
 };
 
 struct xb_server {

@@ -212,3 +212,11 @@
         "\"boolean\", \"description\": \"The listing stopped at its limit (10000 entries).\"}, \"hint\": "       \
         "{\"type\": \"string\", \"description\": \"When truncated: what to do.\"}}, \"required\": [\"path\", "  \
         "\"entries\", \"count\", \"truncated\"]}"
+
+#define J_TEMPLATE                                                                                               \
+        "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"layers\": {\"type\": "   \
+        "\"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Read-only layers, top first.\"}, "     \
+        "\"env\": {\"type\": \"object\"}, \"user\": {\"type\": \"string\"}, \"parent\": {\"type\": "            \
+        "\"string\", \"description\": \"The sandbox it was taken from.\"}, \"created_at_ms\": {\"type\": "        \
+        "\"integer\"}, \"in_use\": {\"type\": \"integer\", \"description\": \"Sandboxes using it.\"}, "          \
+        "\"builtin\": {\"type\": \"boolean\"}}, \"required\": [\"name\", \"layers\", \"user\"]}"

@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "core/core.h"
+#include "core/templates.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -89,31 +90,75 @@ parse_mounts(json_t *body, struct xb_bind *binds, size_t *n, struct xb_err *err)
         return xb_binds_validate(binds, *n, err);
 }
 
+/* The template's env under the request's (later entries win). */
+static int
+with_template_env(const struct xb_template *t, char ***env)
+{
+        size_t nt = 0, nr = 0;
+        char **all;
+
+        for (; t->env && t->env[nt]; nt++)
+                ;
+        for (; *env && (*env)[nr]; nr++)
+                ;
+        if (!nt)
+                return 0;
+        all = calloc(nt + nr + 1, sizeof(*all));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < nt; i++)
+                if (!(all[i] = strdup(t->env[i]))) {
+                        xb_strv_free(all);
+                        return -ENOMEM;
+                }
+        for (size_t i = 0; i < nr; i++)
+                all[nt + i] = (*env)[i];
+        free(*env);
+        *env = all;
+        return 0;
+}
+
 static void
 op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", NULL };
+        static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", "user",
+                                              NULL };
         struct xb_err err = { 0 };
         struct xb_limits l;
         struct xb_bind binds[MOUNTS_MAX];
         size_t nbinds = 0;
         char **env = NULL;
         uint64_t ttl = XB_TTL_DEFAULT_MS;
-        const char *tmpl = NULL;
+        const char *tmpl = NULL, *user = NULL;
+        struct xb_template *t = NULL;
         json_t *meta;
         struct xb_sbx *x;
 
         if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0 ||
             parse_mounts(args, binds, &nbinds, &err) < 0 ||
             xb_jsonv_seconds(args, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
-            xb_jsonv_str(args, "template", 64, &tmpl, &err) < 0 || xb_jsonv_env(args, "env", &env, NULL, &err) < 0) {
+            xb_jsonv_str(args, "template", 64, &tmpl, &err) < 0 || xb_jsonv_str(args, "user", 16, &user, &err) < 0 ||
+            xb_jsonv_env(args, "env", &env, NULL, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);
                 return;
         }
-        if (tmpl && strcmp(tmpl, "base") && strcmp(tmpl, "host") && strcmp(tmpl, "code-interpreter-v1")) {
+        if (user && strcmp(user, "user") && strcmp(user, "root")) {
+                xb_strv_free(env);
+                xb_call_failf(c, XB_E_INVALID, NULL,
+                              "`user` must be \"user\" (uid 1000, the default) or \"root\" (uid 0 of the sandbox)");
+                return;
+        }
+        if (tmpl && strcmp(tmpl, "base") && strcmp(tmpl, "host") && strcmp(tmpl, "code-interpreter-v1") &&
+            !(t = xb_template_find(s, tmpl, tenant))) {
                 xb_strv_free(env);
                 xb_call_failf(c, XB_E_INVALID_TEMPLATE, NULL,
-                              "unknown template `%.64s`; this server offers the host image only", tmpl);
+                              "unknown template `%.64s`; the templates are base and those GET /v1/templates lists",
+                              tmpl);
+                return;
+        }
+        if (t && with_template_env(t, &env) < 0) {
+                xb_strv_free(env);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
         meta = json_object_get(args, "metadata");
@@ -134,11 +179,26 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 }
         }
         /* The sandbox takes env. */
-        if (xb_sbx_create(s, tenant, &l, binds, nbinds, env, json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
-                xb_strv_free(env);
-                xb_call_fail(c, &err);
+        {
+                struct xb_root_spec root = { .kind = XB_UPPER_DISK, .lowers = t ? (const char *const *)t->layers : NULL,
+                                             .nlowers = t ? t->nlayers : 0 };
+
+                if (xb_sbx_create_root(s, tenant, &l, binds, nbinds, t ? &root : NULL, env,
+                                       json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
+                        xb_strv_free(env);
+                        xb_call_fail(c, &err);
+                        return;
+                }
+        }
+        if (t && xb_template_attach(x, t) < 0) {
+                xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
+        if (t)
+                x->uid = t->uid;
+        if (user)
+                x->uid = !strcmp(user, "root") ? 0 : XB_USER_UID;
         xb_call_done(c, xb_sbx_json(x));
 }
 

@@ -37,6 +37,11 @@ const char *const xb_etc_allowlist[] = {
         "bash.bashrc", "profile", "inputrc",
         /* what system this is */
         "os-release", "debian_version", "lsb-release",
+        /* packages: apt's and dpkg's configuration, so installs inside work
+         * like the host's; never apt's credentials (apt/auth.conf*) */
+        "apt/apt.conf.d", "apt/preferences.d", "apt/sources.list", "apt/sources.list.d", "apt/trusted.gpg",
+        "apt/trusted.gpg.d", "apt/keyrings", "dpkg", "debconf.conf", "shells", "login.defs", "adduser.conf",
+        "deluser.conf", "skel", "ucf.conf", "pip.conf", "npmrc",
         NULL,
 };
 
@@ -108,6 +113,14 @@ xb_mountplan_host(struct xb_mount_plan *p, const struct xb_image_opts *o, struct
         char opts[64];
         int r = 0;
 
+        if (o->layered) {
+                /* The root skeleton holds the merged-usr links and the dirs. */
+                r |= xb_mountplan_add(p, XB_MOP_OVERLAY, XB_MOPF_LAYER, "usr", NULL, o->layered->overlay_opts[0], 0, 0);
+                r |= xb_mountplan_add(p, XB_MOP_OVERLAY, XB_MOPF_LAYER, "etc", NULL, o->layered->overlay_opts[1], 0, 0);
+                r |= xb_mountplan_add(p, XB_MOP_OVERLAY, XB_MOPF_LAYER, "var/lib/dpkg", NULL,
+                                      o->layered->overlay_opts[2], 0, 0);
+                goto system;
+        }
         r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_RO, "usr", "/usr", NULL, 0, 0);
         for (size_t i = 0; i < ARRAY_SIZE(lib_links); i++) {
                 char target[32], src[32];
@@ -131,13 +144,15 @@ xb_mountplan_host(struct xb_mount_plan *p, const struct xb_image_opts *o, struct
         /* /etc: one read-only bind of the prepared view (etcview.h). */
         r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_RO, "etc", o->etc_dir, NULL, 0, 0);
 
-        r |= xb_mountplan_add(p, XB_MOP_PROC, 0, "proc", NULL, NULL, 0, 0555);
+system:
+        r |= xb_mountplan_add(p, XB_MOP_PROC, o->layered ? XB_MOPF_LAYER : 0, "proc", NULL, NULL, 0, 0555);
         for (const char *const *m = proc_masked; *m; m++)
                 r |= xb_mountplan_add(p, XB_MOP_MASK, 0, *m, NULL, NULL, 0, 0);
         for (const char *const *m = proc_readonly; *m; m++)
                 r |= xb_mountplan_add(p, XB_MOP_RO, 0, *m, NULL, NULL, 0, 0);
 
-        r |= xb_mountplan_add(p, XB_MOP_TMPFS, XB_MOPF_NOEXEC, "dev", NULL, NULL, 64 << 10, 0755);
+        r |= xb_mountplan_add(p, XB_MOP_TMPFS, XB_MOPF_NOEXEC | (o->layered ? XB_MOPF_LAYER : 0), "dev", NULL,
+                              NULL, 64 << 10, 0755);
         for (const char *const *d = dev_nodes; *d; d++) {
                 char src[32], dest[32];
 
@@ -155,17 +170,22 @@ xb_mountplan_host(struct xb_mount_plan *p, const struct xb_image_opts *o, struct
                               o->disk < (64u << 20) ? o->disk : (64u << 20), 01777);
         r |= xb_mountplan_add(p, XB_MOP_REMOUNT_RO, 0, "dev", NULL, NULL, 0, 0);
 
-        r |= xb_mountplan_add(p, XB_MOP_TMPFS, 0, "tmp", NULL, NULL, o->disk, 01777);
-        snprintf(opts, sizeof(opts), "uid=%u,gid=%u", o->user_uid, o->user_gid);
-        r |= xb_mountplan_add(p, XB_MOP_TMPFS, 0, "home/user", NULL, opts, o->disk, 0755);
-        r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "root", NULL, NULL, 0, 0700);
-        r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "var", NULL, NULL, 0, 0755);
-        r |= xb_mountplan_add(p, XB_MOP_SYMLINK, 0, "var/tmp", NULL, "../tmp", 0, 0);
+        /* /tmp is a tmpfs, cleared like a reboot's on a fork or a template;
+         * a layered root keeps /home/user in its layer. */
+        r |= xb_mountplan_add(p, XB_MOP_TMPFS, o->layered ? XB_MOPF_LAYER : 0, "tmp", NULL, NULL, o->disk, 01777);
+        if (!o->layered) {
+                snprintf(opts, sizeof(opts), "uid=%u,gid=%u", o->user_uid, o->user_gid);
+                r |= xb_mountplan_add(p, XB_MOP_TMPFS, 0, "home/user", NULL, opts, o->disk, 0755);
+                r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "root", NULL, NULL, 0, 0700);
+                r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "var", NULL, NULL, 0, 0755);
+                r |= xb_mountplan_add(p, XB_MOP_SYMLINK, 0, "var/tmp", NULL, "../tmp", 0, 0);
+        }
 
         for (size_t i = 0; i < o->nbinds; i++) {
                 const struct xb_bind *b = &o->binds[i];
 
-                r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_USER | (b->rw ? 0 : XB_MOPF_RO),
+                r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_USER | (b->rw ? 0 : XB_MOPF_RO) |
+                                                      (o->layered ? XB_MOPF_LAYER : 0),
                                       b->dest + 1, b->host, NULL, 0, 0);
         }
         if (r) {
@@ -380,6 +400,39 @@ do_tmpfs(const struct xb_mop_step *s, unsigned long extra, struct xb_err *err)
         return 0;
 }
 
+/* A layered root is the sandbox's own, possibly from a parent it forked
+ * from: a symlink it left where we mount (/proc -> /somewhere) would move
+ * the mount. Every component of dest must be a real directory or file
+ * below the new root. No sandbox process runs yet, so it cannot change
+ * between this check and the mount. */
+static int
+check_beneath(const char *dest)
+{
+        /* Not O_NOFOLLOW: a symlink as the last component must fail too. */
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        int fd = (int)syscall(SYS_openat2, AT_FDCWD, dest, &how, sizeof(how));
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        close(fd);
+        return 0;
+}
+
+static int
+do_overlay(const struct xb_mop_step *s, struct xb_err *err)
+{
+        int r = mkdir_p(s->dest, 0755, true);
+
+        if (r < 0)
+                return xb_err_set(err, -r, "create mount point /%s", s->dest);
+        if ((r = check_beneath(s->dest)) < 0)
+                return xb_err_set(err, -r, "mount point /%s", s->dest);
+        if (mount("overlay", s->dest, "overlay", MS_NOSUID | MS_NODEV, s->data) < 0)
+                return xb_err_set(err, errno, "mount the layered /%s", s->dest);
+        return 0;
+}
+
 static int
 step(const struct xb_mop_step *s, int devnull_fd, struct xb_err *err)
 {
@@ -387,7 +440,16 @@ step(const struct xb_mop_step *s, int devnull_fd, struct xb_err *err)
         struct stat st;
         int r;
 
+        if ((s->flags & XB_MOPF_LAYER) && s->op != XB_MOP_OVERLAY) {
+                /* Create it first, so the check sees what the mount will use. */
+                if (s->op == XB_MOP_PROC || s->op == XB_MOP_TMPFS)
+                        mkdir_p(s->dest, 0755, true);
+                if ((r = check_beneath(s->dest)) < 0)
+                        return xb_err_msg(err, -r, "the sandbox's root has a symlink on the way to /%s", s->dest);
+        }
         switch (s->op) {
+        case XB_MOP_OVERLAY:
+                return do_overlay(s, err);
         case XB_MOP_BIND:
                 snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", s->src_fd);
                 return do_bind(s, fdpath, err);

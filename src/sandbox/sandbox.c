@@ -76,6 +76,15 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if ((r = xb_etcview_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, XB_USER_UID,
                                     &e->etc_dir, err)) < 0)
                 goto fail;
+        if (o->layers != XB_LAYERS_NONE &&
+            (r = xb_layers_base_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, &e->layout, XB_USER_UID,
+                                        &e->base_root, err)) < 0)
+                goto fail;
+        if (o->layers == XB_LAYERS_DISK &&
+            (r = xb_store_open(o->state_dir ? o->state_dir : "/var/lib/execbox",
+                               o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR,
+                               o->store_size ? o->store_size : XB_STORE_SIZE_DEFAULT, &e->store, err)) < 0)
+                goto fail;
         if ((r = xb_cgroup_sys_open(o->cgroup_mode, o->cgroup_parent ? o->cgroup_parent : "execbox",
                                     &e->cgroups, err)) < 0)
                 goto fail;
@@ -141,6 +150,8 @@ xb_engine_close(struct xb_engine *e)
         if (e->runtime_fd >= 0)
                 close(e->runtime_fd);
         free(e->etc_dir);
+        free(e->base_root);
+        xb_store_close(e->store);
         xb_cgroup_sys_close(e->cgroups);
         xb_uidpool_close(&e->uids);
         for (size_t i = 0; i < e->nallow; i++)
@@ -159,6 +170,7 @@ struct child_args {
         const struct xb_sandbox_config *cfg;
         const struct xb_bind *binds;  /* resolved */
         size_t nbinds;
+        const char *root_opts;        /* the root overlay's options; NULL: tmpfs image */
 };
 
 static int
@@ -186,6 +198,13 @@ confine(const struct child_args *a, struct xb_err *err)
         };
         size_t n = 3;
         int r;
+
+        /* A layered root is the sandbox's own layer, writable throughout;
+         * /proc and /dev keep their read-only mounts. */
+        if (a->root_opts) {
+                paths[0] = (struct xb_landlock_path){ "/", 1 };
+                n = 1;
+        }
 
         for (size_t i = 0; i < a->nbinds && n < ARRAY_SIZE(paths); i++)
                 if (a->binds[i].rw)
@@ -222,6 +241,7 @@ child_setup(const struct child_args *a, struct xb_err *err)
         char first[64];
         size_t argc = 1;
         int r, devnull, imgfd;
+        int layer_fds[XB_MSG_MAXFDS];
 
         /* The network namespace is built here, while the daemon makes our v1
          * cgroups and writes our id maps: it is the costliest namespace to
@@ -235,6 +255,16 @@ child_setup(const struct child_args *a, struct xb_err *err)
          * the root-only runtime directory needs. */
         if ((r = xb_mountplan_open_sources((struct xb_mount_plan *)a->plan, err)) < 0)
                 return r;
+        if (a->root_opts) {
+                uint8_t buf[64];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(a->sock, buf, sizeof(buf), layer_fds, &nfds, false);
+                struct xb_msgr m;
+
+                if (n <= 0 || xb_msgr_init(&m, buf, (size_t)n) < 0 || m.type != XB_SETUP_LAYERS ||
+                    nfds != XB_LAYER_NFDS)
+                        return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+        }
         {
                 uint8_t buf[64];
                 int fds[XB_MSG_MAXFDS];
@@ -261,12 +291,22 @@ child_setup(const struct child_args *a, struct xb_err *err)
                 return xb_err_set(err, errno, "unshare the cgroup namespace");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return xb_err_set(err, errno, "make mounts private");
-        /* The new root is a tmpfs over /tmp, seen only in this mount namespace;
-         * every source was opened before, so nothing under /tmp is needed. */
-        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
-                return xb_err_set(err, errno, "mount the root tmpfs");
-        if (chdir("/tmp") < 0)
-                return xb_err_set(err, errno, "enter the new root");
+        if (a->root_opts) {
+                r = xb_layers_enter(a->cfg->root, layer_fds, a->cfg->limits.disk, a->root_opts, err);
+                for (size_t i = 0; i < XB_LAYER_NFDS; i++)
+                        if (layer_fds[i] >= 0)
+                                close(layer_fds[i]);
+                if (r < 0)
+                        return r;
+        } else {
+                /* The new root is a tmpfs over /tmp, seen only in this mount
+                 * namespace; every source was opened before, so nothing under
+                 * /tmp is needed. */
+                if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
+                        return xb_err_set(err, errno, "mount the root tmpfs");
+                if (chdir("/tmp") < 0)
+                        return xb_err_set(err, errno, "enter the new root");
+        }
         if ((r = xb_mountplan_execute(a->plan, err)) < 0)
                 return r;
         if (syscall(SYS_pivot_root, ".", ".") < 0)
@@ -274,7 +314,8 @@ child_setup(const struct child_args *a, struct xb_err *err)
         /* The old root is now stacked on the new one: detach it. */
         if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
                 return xb_err_set(err, errno, "detach the old root");
-        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        if (!a->root_opts &&
+            mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
                 return xb_err_set(err, errno, "make the root read-only");
         if (sethostname("sandbox", 7) < 0)
                 return xb_err_set(err, errno, "sethostname");
@@ -397,6 +438,97 @@ free_binds(struct xb_bind *b, size_t n)
         free(b);
 }
 
+static void
+free_opts(char **opts)
+{
+        for (size_t i = 0; i < XB_LAYER_PARTS; i++) {
+                free(opts[i]);
+                opts[i] = NULL;
+        }
+}
+
+/* The writable layer (a new subvolume, or a fork's snapshot) and the
+ * overlay options; opts[0] is the root's, the others go into lo. */
+static int
+layered_prepare(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, char **opts,
+                struct xb_layered_opts *lo, struct xb_err *err)
+{
+        struct xb_engine *e = sb->eng;
+        int r;
+
+        if (!e->base_root || (cfg->root->kind == XB_UPPER_DISK && !e->store))
+                return xb_err_msg(err, EOPNOTSUPP, "this server has no layered roots");
+        for (size_t i = 0; i < XB_LAYER_PARTS; i++)
+                if ((r = xb_layers_overlay_opts(cfg->root, i, &opts[i], err)) < 0)
+                        return r;
+        for (size_t i = 1; i < XB_LAYER_PARTS; i++)
+                lo->overlay_opts[i - 1] = opts[i];
+        if (cfg->root->kind != XB_UPPER_DISK)
+                return 0;
+        if (cfg->root->from && cfg->root->adopt)
+                r = xb_store_adopt(e->store, cfg->root->from, sb->id, cfg->limits.disk, err);
+        else if (cfg->root->from)
+                r = xb_store_snapshot(e->store, cfg->root->from, "sbx", sb->id, false, cfg->limits.disk, err);
+        else
+                r = xb_store_layer_create(e->store, sb->id, cfg->limits.disk, err);
+        if (r < 0)
+                return r;
+        sb->has_layer = true;
+        sb->disk = cfg->limits.disk;
+        return 0;
+}
+
+/* The id-mapped layer mounts, to the setup child (layers.h). */
+static int
+send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, struct xb_err *err)
+{
+        struct xb_engine *e = sb->eng;
+        char upper[4200], layers[4200], ns[64];
+        const char *srcs[XB_LAYER_NFDS];
+        int fds[XB_LAYER_NFDS];
+        _cleanup_close_ int userns = -EBADF;
+        uint8_t buf[16];
+        struct xb_msgw w;
+        int r;
+
+        snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)sb->pid);
+        userns = open(ns, O_RDONLY | O_CLOEXEC);
+        if (userns < 0)
+                return xb_err_set(err, errno, "open the sandbox's user namespace");
+        srcs[0] = srcs[1] = NULL;
+        if (e->store) {
+                snprintf(layers, sizeof(layers), "%s/layers", e->store->path);
+                srcs[1] = layers;
+                if (cfg->root->kind == XB_UPPER_DISK) {
+                        snprintf(upper, sizeof(upper), "%s/sbx/%s", e->store->path, sb->id);
+                        srcs[0] = upper;
+                }
+        }
+        srcs[2] = e->base_root;
+        srcs[3] = "/usr";
+        srcs[4] = e->etc_dir;
+        srcs[5] = "/var/lib/dpkg";
+        if ((r = xb_layers_idmapped(userns, srcs, fds, err)) < 0)
+                return r;
+        {
+                /* A missing source travels as /dev/null's fd; the child
+                 * knows from the root spec not to attach it. */
+                int send[XB_LAYER_NFDS];
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+                for (size_t i = 0; i < XB_LAYER_NFDS; i++)
+                        send[i] = fds[i] >= 0 ? fds[i] : devnull;
+                xb_msgw_init(&w, buf, sizeof(buf), XB_SETUP_LAYERS, 0);
+                r = devnull < 0 ? -errno : xb_msg_send(sb->sock, w.buf, w.len, send, XB_LAYER_NFDS);
+                if (devnull >= 0)
+                        close(devnull);
+        }
+        for (size_t i = 0; i < XB_LAYER_NFDS; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return r < 0 ? xb_err_set(err, -r, "send the sandbox its layers") : 0;
+}
+
 int
 xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struct xb_sandbox **ret,
                  struct xb_err *err)
@@ -412,6 +544,8 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         int sv[2], pidfd = -1, r;
         bool have_slot = false;
         pid_t pid;
+        struct xb_layered_opts layered = { 0 };
+        char *opts[XB_LAYER_PARTS] = { 0 };
 
         if (!sb)
                 return xb_err_set(err, ENOMEM, "sandbox");
@@ -449,6 +583,11 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 .disk = cfg->limits.disk, .user_uid = XB_USER_UID, .user_gid = XB_USER_UID,
                 .etc_dir = e->etc_dir, .binds = binds, .nbinds = cfg->nbinds, .layout = e->layout,
         };
+        if (cfg->root) {
+                if ((r = layered_prepare(sb, cfg, opts, &layered, err)) < 0)
+                        goto fail;
+                img.layered = &layered;
+        }
         if ((r = xb_mountplan_host(&plan, &img, err)) < 0)
                 goto fail;
 
@@ -494,7 +633,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         if (pid == 0) {
                 struct child_args a = { .sock = child_sock, .init_fd = e->init_fd, .plan = &plan,
                                         .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
-                                        .nbinds = cfg->nbinds };
+                                        .nbinds = cfg->nbinds, .root_opts = opts[0] };
 
                 close(sock);
                 child_main(&a);
@@ -506,6 +645,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         xb_mountplan_free(&plan);
         free_binds(binds, cfg->nbinds);
         binds = NULL;
+        free_opts(opts);
 
         if ((r = xb_cgroup_complete(sb->cg, err)) < 0 || (r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
                 goto fail_child;
@@ -514,6 +654,8 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 xb_err_set(err, -r, "write the sandbox's id map");
                 goto fail_child;
         }
+        if (cfg->root && (r = send_layers(sb, cfg, err)) < 0)
+                goto fail_child;
         {
                 uint8_t buf[16];
                 struct xb_msgw w;
@@ -553,6 +695,9 @@ fail:
         xb_cgroup_join_close(&join);
         xb_mountplan_free(&plan);
         free_binds(binds, cfg->nbinds);
+        free_opts(opts);
+        if (sb->has_layer)
+                xb_store_delete(e->store, "sbx", sb->id, NULL);
         xb_cgroup_destroy(sb->cg);
         if (have_slot)
                 xb_uidpool_release(&e->uids, sb->uid_slot);
@@ -614,6 +759,14 @@ xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen)
 }
 
 int
+xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on)
+{
+        if (!sb->has_layer || !sb->disk)
+                return -ENOENT;
+        return xb_store_limit(sb->eng->store, sb->id, on ? sb->disk + XB_STORE_SLACK : sb->disk);
+}
+
+int
 xb_sandbox_destroy(struct xb_sandbox *sb)
 {
         int r = 0;
@@ -630,6 +783,9 @@ xb_sandbox_destroy(struct xb_sandbox *sb)
                 close(sb->pidfd);
         r = xb_cgroup_destroy(sb->cg);
         xb_uidpool_release(&sb->eng->uids, sb->uid_slot);
+        /* Init is reaped, so no mount of its namespace holds the layer. */
+        if (sb->has_layer)
+                xb_store_delete(sb->eng->store, "sbx", sb->id, NULL);
         free(sb);
         return r;
 }

@@ -24,13 +24,17 @@
 #include "base/err.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/execspec.h"
+#include "sandbox/layers.h"
 #include "sandbox/limits.h"
 #include "sandbox/mountplan.h"
 #include "sandbox/seccomp.h"
+#include "sandbox/store.h"
 #include "sandbox/uidpool.h"
 
 #define XB_SANDBOX_ID_LEN 26          /* 128 random bits in base32 */
 #define XB_USER_UID 1000u             /* "user", who owns /home/user */
+
+enum xb_layers_mode { XB_LAYERS_NONE, XB_LAYERS_DISK, XB_LAYERS_MEMORY };
 
 struct xb_engine_opts {
         enum xb_cgroup_mode cgroup_mode;
@@ -38,6 +42,11 @@ struct xb_engine_opts {
         const char *runtime_dir;      /* default XB_RUNTIME_DIR */
         const char *const *allow_mounts;  /* resolved host dirs callers may bind */
         size_t nallow;
+        /* Layered roots: XB_LAYERS_NONE keeps the tmpfs image; DISK opens
+         * the btrfs store of state_dir (an image of store_size bytes). */
+        int layers;                   /* enum xb_layers_mode */
+        const char *state_dir;
+        uint64_t store_size;
 };
 
 /* What every sandbox of one process shares: built once. */
@@ -49,6 +58,8 @@ struct xb_engine {
         int runtime_fd;               /* XB_RUNTIME_DIR */
         int init_fd;                  /* the init image, for execveat */
         char *etc_dir;                /* the prepared /etc view */
+        char *base_root;              /* the base root skeleton (layers.h); NULL: no layers */
+        struct xb_store *store;       /* the disk layers; NULL: none */
         char **allow;
         size_t nallow;
 };
@@ -64,6 +75,8 @@ struct xb_sandbox_config {
          * caller's, which the caller closes after start. NULL: none. */
         const struct xb_exec_spec *first;
         uint32_t first_tag;
+        /* A layered root (the engine must have layers); NULL: the tmpfs image. */
+        const struct xb_root_spec *root;
 };
 
 struct xb_sandbox {
@@ -76,6 +89,8 @@ struct xb_sandbox {
         uint32_t uid_slot;
         uid_t host_uid_base;
         bool reaped;
+        bool has_layer;               /* the store's sbx/<id> is ours: deleted with us */
+        uint64_t disk;                /* its layer's limit */
 };
 
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
@@ -105,6 +120,11 @@ int xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen);
 /* Kill, reap, remove the cgroup, free the uid range and sb. -EBUSY if the
  * cgroup could not be removed (logged by callers; nothing else leaks). */
 int xb_sandbox_destroy(struct xb_sandbox *sb);
+
+/* Lift the disk limit of the sandbox's layer by a little (on) or put it
+ * back (off), for the daemon's own clean-up at the limit; -ENOENT without
+ * a disk layer. */
+int xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on);
 
 /* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */
 int xb_random_id(char *id, size_t len);
