@@ -32,7 +32,7 @@ enum {
         O_MCP_HOST, O_MCP_PAUSE,
         O_ORIGIN, O_PUBLIC_URL,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
-        O_LAYERS, O_STORE_SIZE,
+        O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER,
 };
 
 /* How an option may be given besides its flag. */
@@ -63,6 +63,7 @@ static const struct {
         { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
         { { "layers", required_argument, NULL, O_LAYERS }, SERVE | MCP },
         { { "store-size", required_argument, NULL, O_STORE_SIZE }, SERVE },
+        { { "mount-owner", required_argument, NULL, O_MOUNT_OWNER }, SERVE },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
@@ -188,6 +189,21 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         r = xb_err_msg(err, EINVAL, cmd == XB_CMD_SERVE ? "write disk, memory or none, not `%s`"
                                                                         : "write memory or none, not `%s`", arg);
                 break;
+        case O_MOUNT_OWNER: {
+                unsigned long u, g;
+                char *end;
+
+                errno = 0;
+                u = strtoul(arg, &end, 10);
+                g = *end == ':' ? strtoul(end + 1, &end, 10) : ULONG_MAX;
+                if (errno || *end || u > 65535 * 65536UL || g > 65535 * 65536UL || *arg < '0' || *arg > '9')
+                        r = xb_err_msg(err, EINVAL, "write the host's UID:GID that files in mounts belong to, e.g. "
+                                       "1000:1000, not `%s`", arg);
+                o->mount_owner_set = true;
+                o->mount_uid = (uint32_t)u;
+                o->mount_gid = (uint32_t)g;
+                break;
+        }
         case O_STORE_SIZE:
                 r = xb_parse_size(arg, &o->store_size, err);
                 if (!r && o->store_size < ((uint64_t)1 << 30))

@@ -14,7 +14,8 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
 {
         struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .allow_mounts = o->allow_mounts,
                                      .nallow = o->nallow, .layers = o->layers, .state_dir = o->state_dir,
-                                     .store_size = o->store_size };
+                                     .store_size = o->store_size, .mount_owner_set = o->mount_owner_set,
+                                     .mount_uid = o->mount_uid, .mount_gid = o->mount_gid };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
 

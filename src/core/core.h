@@ -51,6 +51,8 @@ struct xb_core_opts {
         int layers;                   /* XB_LAYERS_* (sandbox.h) */
         const char *state_dir;        /* the layer store's home */
         uint64_t store_size;
+        bool mount_owner_set;         /* workspaces' owner on the host (sandbox.h) */
+        uint32_t mount_uid, mount_gid;
 };
 
 struct xb_core {

@@ -440,11 +440,12 @@ xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind
               const struct xb_root_spec *root, struct xb_err *err)
 {
         struct xb_sandbox_config cfg = { .limits = *l, .binds = binds, .nbinds = nbinds };
-        struct xb_root_spec base = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY };
+        struct xb_root_spec base = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY, .user = XB_USER_UID };
         struct xb_sbx *x = calloc(1, sizeof(*x));
 
         if (s->eng->base_root)
                 cfg.root = root ? root : &base;
+        cfg.bind_uid = cfg.root ? cfg.root->user : XB_USER_UID;
 
         if (!x) {
                 xb_err_set(err, ENOMEM, "sandbox");

@@ -473,7 +473,7 @@ xb_sbx_fork(struct xb_sbx *parent, unsigned n, struct xb_sbx **ret, struct xb_er
                 goto out;
         for (; started < n; started++) {
                 struct xb_root_spec root = { .kind = XB_UPPER_DISK, .from = f.names[started], .adopt = true,
-                                             .lowers = (const char *const *)parent->lowers };
+                                             .lowers = (const char *const *)parent->lowers, .user = parent->uid };
                 char **env = strv_dup(parent->env, NULL);
                 struct xb_sbx *x;
 

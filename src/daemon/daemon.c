@@ -217,7 +217,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
                                     .layers = s->o.layers, .state_dir = s->o.state_dir,
-                                    .store_size = s->o.store_size };
+                                    .store_size = s->o.store_size, .mount_owner_set = s->o.mount_owner_set,
+                                    .mount_uid = s->o.mount_uid, .mount_gid = s->o.mount_gid };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;

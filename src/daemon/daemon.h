@@ -38,6 +38,8 @@ struct xb_server_opts {
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
         int layers;                   /* XB_LAYERS_*: --layers disk, memory or none */
         uint64_t store_size;          /* --store-size: the layer store's image */
+        bool mount_owner_set;         /* --mount-owner UID:GID */
+        uint32_t mount_uid, mount_gid;
 };
 
 struct xb_server {

@@ -180,10 +180,14 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         }
         /* The sandbox takes env. */
         {
-                struct xb_root_spec root = { .kind = XB_UPPER_DISK, .lowers = t ? (const char *const *)t->layers : NULL,
-                                             .nlowers = t ? t->nlayers : 0 };
+                uint32_t uid = user ? (!strcmp(user, "root") ? 0 : XB_USER_UID) : t ? t->uid : XB_USER_UID;
+                struct xb_root_spec root = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY,
+                                             .lowers = t ? (const char *const *)t->layers : NULL,
+                                             .nlowers = t ? t->nlayers : 0, .user = uid };
+                /* The base and the pool, unless the layers or the workspaces' owner differ. */
+                bool plain = !t && (uid == XB_USER_UID || !nbinds);
 
-                if (xb_sbx_create_root(s, tenant, &l, binds, nbinds, t ? &root : NULL, env,
+                if (xb_sbx_create_root(s, tenant, &l, binds, nbinds, plain ? NULL : &root, env,
                                        json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
                         xb_strv_free(env);
                         xb_call_fail(c, &err);

@@ -40,6 +40,7 @@ struct xb_root_spec {
         bool adopt;                   /* from is a fork's snapshot, ours to take (renamed, not copied) */
         const char *const *lowers;    /* the store's layers/<name>, top first */
         size_t nlowers;
+        uint32_t user;                /* its default user inside (0 or 1000): its workspaces' owner */
 };
 
 /* Build (or find current) the base root skeleton below runtime_dir:

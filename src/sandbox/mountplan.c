@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <unistd.h>
 
@@ -368,6 +369,12 @@ do_bind(const struct xb_mop_step *s, const char *src_path, struct xb_err *err)
         r = S_ISDIR(st.st_mode) ? mkdir_p(s->dest, 0755, true) : make_entry(s->dest, make_mountpoint, NULL);
         if (r < 0)
                 return xb_err_set(err, -r, "create mount point /%s", s->dest);
+        /* Made by the daemon, nosuid, nodev and read-only as asked. */
+        if (s->flags & XB_MOPF_IDMAPPED) {
+                if (syscall(SYS_move_mount, s->src_fd, "", AT_FDCWD, s->dest, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return xb_err_set(err, errno, "mount %s on /%s", s->src, s->dest);
+                return 0;
+        }
         if (mount(src_path, s->dest, NULL, MS_BIND | MS_REC, NULL) < 0)
                 return xb_err_set(err, errno, "bind %s on /%s", s->src, s->dest);
         /* A device node keeps its mount's flags: nosuid and noexec mean

@@ -37,6 +37,7 @@ enum xb_mop {
 #define XB_MOPF_NOEXEC 0x8u
 #define XB_MOPF_USER 0x10u     /* from the caller's binds: errors name it */
 #define XB_MOPF_LAYER 0x20u    /* dest is in the sandbox's own layered root: no symlinks on the way */
+#define XB_MOPF_IDMAPPED 0x40u /* src_fd is a detached id-mapped mount, its flags set: moved, not bound */
 
 struct xb_mop_step {
         enum xb_mop op;

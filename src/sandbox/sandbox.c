@@ -31,6 +31,7 @@
 #include "sandbox/landlock.h"
 #include "sandbox/runtime.h"
 #include "sandbox/etcview.h"
+#include "sandbox/sandbox_int.h"
 
 
 
@@ -62,6 +63,9 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if (!e)
                 return xb_err_set(err, ENOMEM, "engine");
         e->init_fd = e->runtime_fd = -1;
+        e->mount_owner_set = o->mount_owner_set;
+        e->mount_uid = o->mount_uid;
+        e->mount_gid = o->mount_gid;
         if (geteuid() != 0) {
                 free(e);
                 return xb_err_msg(err, EPERM, "execbox needs root to create sandboxes "
@@ -234,6 +238,40 @@ first_main(void *arg)
         _exit(127);
 }
 
+/* With a layered root the caller's binds come id-mapped from the daemon
+ * (XB_SETUP_BINDS), in plan order: they replace the sources we opened. */
+static int
+take_binds(const struct child_args *a, struct xb_err *err)
+{
+        struct xb_mount_plan *plan = (struct xb_mount_plan *)a->plan;
+        size_t step = 0;
+
+        for (size_t got = 0; got < a->nbinds;) {
+                uint8_t buf[64];
+                int fds[XB_MSG_MAXFDS];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(a->sock, buf, sizeof(buf), fds, &nfds, false);
+                struct xb_msgr m;
+
+                if (n <= 0 || xb_msgr_init(&m, buf, (size_t)n) < 0 || m.type != XB_SETUP_BINDS || !nfds ||
+                    got + nfds > a->nbinds)
+                        return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+                for (size_t i = 0; i < nfds; i++, got++) {
+                        while (step < plan->n && !(plan->steps[step].flags & XB_MOPF_USER))
+                                step++;
+                        if (step == plan->n)
+                                return xb_err_msg(err, EPROTO, "more mounts than the plan has");
+                        if (plan->steps[step].src_fd >= 0)
+                                close(plan->steps[step].src_fd);
+                        plan->steps[step].src_fd = fds[i];
+                        plan->steps[step].flags |= XB_MOPF_IDMAPPED;
+                        plan->steps[step].skip = false;
+                        step++;
+                }
+        }
+        return 0;
+}
+
 static int
 child_setup(const struct child_args *a, struct xb_err *err)
 {
@@ -264,6 +302,8 @@ child_setup(const struct child_args *a, struct xb_err *err)
                 if (n <= 0 || xb_msgr_init(&m, buf, (size_t)n) < 0 || m.type != XB_SETUP_LAYERS ||
                     nfds != XB_LAYER_NFDS)
                         return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+                if ((r = take_binds(a, err)) < 0)
+                        return r;
         }
         {
                 uint8_t buf[64];
@@ -438,97 +478,6 @@ free_binds(struct xb_bind *b, size_t n)
         free(b);
 }
 
-static void
-free_opts(char **opts)
-{
-        for (size_t i = 0; i < XB_LAYER_PARTS; i++) {
-                free(opts[i]);
-                opts[i] = NULL;
-        }
-}
-
-/* The writable layer (a new subvolume, or a fork's snapshot) and the
- * overlay options; opts[0] is the root's, the others go into lo. */
-static int
-layered_prepare(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, char **opts,
-                struct xb_layered_opts *lo, struct xb_err *err)
-{
-        struct xb_engine *e = sb->eng;
-        int r;
-
-        if (!e->base_root || (cfg->root->kind == XB_UPPER_DISK && !e->store))
-                return xb_err_msg(err, EOPNOTSUPP, "this server has no layered roots");
-        for (size_t i = 0; i < XB_LAYER_PARTS; i++)
-                if ((r = xb_layers_overlay_opts(cfg->root, i, &opts[i], err)) < 0)
-                        return r;
-        for (size_t i = 1; i < XB_LAYER_PARTS; i++)
-                lo->overlay_opts[i - 1] = opts[i];
-        if (cfg->root->kind != XB_UPPER_DISK)
-                return 0;
-        if (cfg->root->from && cfg->root->adopt)
-                r = xb_store_adopt(e->store, cfg->root->from, sb->id, cfg->limits.disk, err);
-        else if (cfg->root->from)
-                r = xb_store_snapshot(e->store, cfg->root->from, "sbx", sb->id, false, cfg->limits.disk, err);
-        else
-                r = xb_store_layer_create(e->store, sb->id, cfg->limits.disk, err);
-        if (r < 0)
-                return r;
-        sb->has_layer = true;
-        sb->disk = cfg->limits.disk;
-        return 0;
-}
-
-/* The id-mapped layer mounts, to the setup child (layers.h). */
-static int
-send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, struct xb_err *err)
-{
-        struct xb_engine *e = sb->eng;
-        char upper[4200], layers[4200], ns[64];
-        const char *srcs[XB_LAYER_NFDS];
-        int fds[XB_LAYER_NFDS];
-        _cleanup_close_ int userns = -EBADF;
-        uint8_t buf[16];
-        struct xb_msgw w;
-        int r;
-
-        snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)sb->pid);
-        userns = open(ns, O_RDONLY | O_CLOEXEC);
-        if (userns < 0)
-                return xb_err_set(err, errno, "open the sandbox's user namespace");
-        srcs[0] = srcs[1] = NULL;
-        if (e->store) {
-                snprintf(layers, sizeof(layers), "%s/layers", e->store->path);
-                srcs[1] = layers;
-                if (cfg->root->kind == XB_UPPER_DISK) {
-                        snprintf(upper, sizeof(upper), "%s/sbx/%s", e->store->path, sb->id);
-                        srcs[0] = upper;
-                }
-        }
-        srcs[2] = e->base_root;
-        srcs[3] = "/usr";
-        srcs[4] = e->etc_dir;
-        srcs[5] = "/var/lib/dpkg";
-        if ((r = xb_layers_idmapped(userns, srcs, fds, err)) < 0)
-                return r;
-        {
-                /* A missing source travels as /dev/null's fd; the child
-                 * knows from the root spec not to attach it. */
-                int send[XB_LAYER_NFDS];
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-                for (size_t i = 0; i < XB_LAYER_NFDS; i++)
-                        send[i] = fds[i] >= 0 ? fds[i] : devnull;
-                xb_msgw_init(&w, buf, sizeof(buf), XB_SETUP_LAYERS, 0);
-                r = devnull < 0 ? -errno : xb_msg_send(sb->sock, w.buf, w.len, send, XB_LAYER_NFDS);
-                if (devnull >= 0)
-                        close(devnull);
-        }
-        for (size_t i = 0; i < XB_LAYER_NFDS; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
-        return r < 0 ? xb_err_set(err, -r, "send the sandbox its layers") : 0;
-}
-
 int
 xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struct xb_sandbox **ret,
                  struct xb_err *err)
@@ -584,7 +533,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 .etc_dir = e->etc_dir, .binds = binds, .nbinds = cfg->nbinds, .layout = e->layout,
         };
         if (cfg->root) {
-                if ((r = layered_prepare(sb, cfg, opts, &layered, err)) < 0)
+                if ((r = xb__layered_prepare(sb, cfg, opts, &layered, err)) < 0)
                         goto fail;
                 img.layered = &layered;
         }
@@ -643,9 +592,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         sb->pidfd = pidfd;
         sb->sock = TAKE_FD(sock);
         xb_mountplan_free(&plan);
-        free_binds(binds, cfg->nbinds);
-        binds = NULL;
-        free_opts(opts);
+        xb__free_opts(opts);
 
         if ((r = xb_cgroup_complete(sb->cg, err)) < 0 || (r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
                 goto fail_child;
@@ -654,8 +601,10 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 xb_err_set(err, -r, "write the sandbox's id map");
                 goto fail_child;
         }
-        if (cfg->root && (r = send_layers(sb, cfg, err)) < 0)
+        if (cfg->root && ((r = xb__send_layers(sb, cfg, err)) < 0 || (r = xb__send_binds(sb, cfg, binds, err)) < 0))
                 goto fail_child;
+        free_binds(binds, cfg->nbinds);
+        binds = NULL;
         {
                 uint8_t buf[16];
                 struct xb_msgw w;
@@ -689,13 +638,14 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
 
 fail_child:
         xb_cgroup_join_close(&join);
+        free_binds(binds, cfg->nbinds);
         xb_sandbox_destroy(TAKE_PTR(sb));
         return r;
 fail:
         xb_cgroup_join_close(&join);
         xb_mountplan_free(&plan);
         free_binds(binds, cfg->nbinds);
-        free_opts(opts);
+        xb__free_opts(opts);
         if (sb->has_layer)
                 xb_store_delete(e->store, "sbx", sb->id, NULL);
         xb_cgroup_destroy(sb->cg);

@@ -47,6 +47,10 @@ struct xb_engine_opts {
         int layers;                   /* enum xb_layers_mode */
         const char *state_dir;
         uint64_t store_size;
+        /* Who files in a workspace (the caller's binds, id-mapped with a
+         * layered root) belong to on the host; unset: the directory's owner. */
+        bool mount_owner_set;
+        uint32_t mount_uid, mount_gid;
 };
 
 /* What every sandbox of one process shares: built once. */
@@ -60,6 +64,8 @@ struct xb_engine {
         char *etc_dir;                /* the prepared /etc view */
         char *base_root;              /* the base root skeleton (layers.h); NULL: no layers */
         struct xb_store *store;       /* the disk layers; NULL: none */
+        bool mount_owner_set;         /* xb_engine_opts */
+        uint32_t mount_uid, mount_gid;
         char **allow;
         size_t nallow;
 };
@@ -77,6 +83,9 @@ struct xb_sandbox_config {
         uint32_t first_tag;
         /* A layered root (the engine must have layers); NULL: the tmpfs image. */
         const struct xb_root_spec *root;
+        /* With a layered root, binds are id-mapped: this inside uid (the
+         * sandbox's default user) acts as each directory's owner. */
+        uint32_t bind_uid;
 };
 
 struct xb_sandbox {

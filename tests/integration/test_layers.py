@@ -420,3 +420,49 @@ def test_memory_layers_option(server_factory):
     assert ok(srv, a, "echo m > /usr/bin/xbmem && cat /usr/bin/xbmem && findmnt -no FSTYPE /usr") == "m\noverlay\n"
     expect_error(srv.post(f"/v1/sandboxes/{a}/snapshot", {"name": "x"}), 409, "layers_unsupported")
     assert not os.path.exists(os.path.join(srv.state_dir, "layers.img"))
+
+
+# ---- id-mapped workspaces ----
+
+def test_workspace_shared_with_host_owner_and_between_sandboxes(server_factory, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chown(ws, 1234, 1235)
+    (ws / "host.txt").write_text("host\n")
+    os.chown(ws / "host.txt", 1234, 1235)
+    srv = server_factory("--allow-mount", str(tmp_path), pool=0)
+    mount = lambda path: [{"host": str(ws), "path": path, "readonly": False}]  # noqa: E731
+    a = srv.create(mounts=mount("/home/user/ws"))["id"]
+    b = srv.create(user="root", mounts=mount("/mnt/ws"))["id"]
+    # The owner's files are the sandbox user's (and root's, in a root sandbox).
+    assert ok(srv, a, "stat -c '%u:%g' /home/user/ws /home/user/ws/host.txt").split() == ["1000:1000"] * 2
+    assert ok(srv, b, "stat -c '%u:%g' /mnt/ws/host.txt") == "0:0\n"
+    ok(srv, a, "echo from-a > /home/user/ws/a.txt && echo more >> /home/user/ws/host.txt && mkdir /home/user/ws/d")
+    # The second sandbox edits the first one's files, and the other way round.
+    ok(srv, b, "echo from-b >> /mnt/ws/a.txt && echo b > /mnt/ws/d/b.txt")
+    assert ok(srv, a, "cat /home/user/ws/a.txt; echo again >> /home/user/ws/d/b.txt && cat /home/user/ws/d/b.txt") \
+        == "from-a\nfrom-b\nb\nagain\n"
+    # On the host every file belongs to the directory's owner.
+    for p in [ws / "a.txt", ws / "host.txt", ws / "d", ws / "d" / "b.txt"]:
+        st = os.lstat(p)
+        assert (st.st_uid, st.st_gid) == (1234, 1235), (p, st.st_uid, st.st_gid)
+    # The setuid and device protections stay: nosuid and nodev on the mount.
+    opts = ok(srv, a, "grep ' /home/user/ws ' /proc/self/mounts").split()[3].split(",")
+    assert "nosuid" in opts and "nodev" in opts and "idmapped" in opts, opts
+    r = sh(srv, b, "cp /usr/bin/id /mnt/ws/suid && chmod 4755 /mnt/ws/suid && stat -c %a /mnt/ws/suid && "
+                   "su -s /bin/sh nobody -c '/mnt/ws/suid -u' 2>&1 || setpriv --reuid=65534 /mnt/ws/suid -u")
+    assert r["stdout"].split()[0] == "4755" and r["stdout"].split()[-1] == "65534", r
+
+
+def test_workspace_owner_chosen_by_the_operator(server_factory, tmp_path):
+    ws = tmp_path / "ws2"
+    ws.mkdir()
+    os.chown(ws, 2000, 2000)
+    srv = server_factory("--allow-mount", str(tmp_path), "--mount-owner", "2000:2000", pool=0)
+    a = srv.create(mounts=[{"host": str(ws), "path": "/mnt/w", "readonly": False}])["id"]
+    ok(srv, a, "echo x > /mnt/w/f")
+    st = os.lstat(ws / "f")
+    assert (st.st_uid, st.st_gid) == (2000, 2000)
+    ro = srv.create(mounts=[{"host": str(ws), "path": "/mnt/w"}])["id"]
+    r = sh(srv, ro, "cat /mnt/w/f && echo y > /mnt/w/g")
+    assert r["stdout"] == "x\n" and "Read-only file system" in r["stderr"], r
