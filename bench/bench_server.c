@@ -18,7 +18,10 @@
  *     .../sessions {"language":"python"}, POST .../run 1+1) against a
  *     server with --pool 2 --pool-python, whose pooled sandboxes each hold a
  *     pre-started Python session with numpy, pandas and matplotlib imported;
- *     and the same with no pool, for scale.
+ *     and the same with no pool, for scale;
+ *  7. layered roots: create + first exec with --layers disk against
+ *     --layers none (no pool, interleaved), and snapshot and fork of a
+ *     sandbox that wrote 200 MB.
  *
  * The client is a small HTTP/1.1 implementation on raw sockets
  * (bench/server/client.c): keep-alive, Content-Length and chunked bodies,
@@ -30,7 +33,8 @@
  * usage: bench_server EXECBOX [ROUNDS]   (ROUNDS for 1; default 1000)
  * BENCH_ONLY=56 runs parts 5 and 6 only; BENCH_CELLS (500) sets the cells
  * of 5, BENCH_PY_ROUNDS (30) and BENCH_PY_PAUSE_MS (1500) the rounds of 6
- * and the pause after each, which lets the pool start a new session. */
+ * and the pause after each, which lets the pool start a new session;
+ * BENCH_LAYER_ROUNDS (50) the rounds of 7. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -66,5 +70,7 @@ main(int argc, char **argv)
                 bench_python_cell(argv[1], env_int("BENCH_CELLS", 500, 10));
         if (!only || strchr(only, '6'))
                 bench_python_first(argv[1], env_int("BENCH_PY_ROUNDS", 30, 5), env_int("BENCH_PY_PAUSE_MS", 1500, 0));
+        if (!only || strchr(only, '7'))
+                bench_layers(argv[1], env_int("BENCH_LAYER_ROUNDS", 50, 5));
         return 0;
 }

@@ -111,3 +111,4 @@ void bench_throughput(const char *execbox, double seconds);
 void bench_memory(const char *execbox, int n);
 void bench_python_cell(const char *execbox, int n);
 void bench_python_first(const char *execbox, int rounds, int pause_ms);
+void bench_layers(const char *execbox, int rounds);

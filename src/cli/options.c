@@ -61,7 +61,7 @@ static const struct {
         { { "pids", required_argument, NULL, O_PIDS }, SERVE | MCP },
         { { "cpus", required_argument, NULL, O_CPUS }, SERVE | MCP },
         { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
-        { { "layers", required_argument, NULL, O_LAYERS }, SERVE | MCP },
+        { { "layers", required_argument, NULL, O_LAYERS }, SERVE },
         { { "store-size", required_argument, NULL, O_STORE_SIZE }, SERVE },
         { { "mount-owner", required_argument, NULL, O_MOUNT_OWNER }, SERVE },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
@@ -179,15 +179,14 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
         case O_CPUS: r = xb_parse_cpus(arg, &o->defaults.cpus_milli, err); break;
         case O_DISK: r = xb_parse_size(arg, &o->defaults.disk, err); break;
         case O_LAYERS:
-                if (!strcmp(arg, "disk") && cmd == XB_CMD_SERVE)
+                if (!strcmp(arg, "disk"))
                         o->layers = XB_LAYERS_DISK;
                 else if (!strcmp(arg, "memory"))
                         o->layers = XB_LAYERS_MEMORY;
                 else if (!strcmp(arg, "none"))
                         o->layers = XB_LAYERS_NONE;
                 else
-                        r = xb_err_msg(err, EINVAL, cmd == XB_CMD_SERVE ? "write disk, memory or none, not `%s`"
-                                                                        : "write memory or none, not `%s`", arg);
+                        r = xb_err_msg(err, EINVAL, "write disk, memory or none, not `%s`", arg);
                 break;
         case O_MOUNT_OWNER: {
                 unsigned long u, g;

@@ -144,7 +144,7 @@ const struct xb_op_def xb_op_defs[] = {
                   "keys and 16 KiB.\"}}" },
         { .tool = "sandbox_list", .tag = "sandboxes" },
         { .tool = "sandbox_snapshot", .tag = "templates", .errors = "409" },
-        { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409,429" },
+        { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409 429" },
         { .method = "GET", .path = "/v1/templates", .id = "template_list", .tag = "templates",
           .summary = "List templates: base and the snapshots you made.",
           .reply = JSON_REPLY("The templates.", "{\"type\": \"object\", \"properties\": {\"templates\": "

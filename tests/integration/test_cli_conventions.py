@@ -306,10 +306,11 @@ NAMES = {
             "disk", "env", "cwd", "mount", "allow-mount", "root", "json", "tty", "cgroup", "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "layers", "store-size", "body-max", "upload-max", "allow-mount", "allow-origin",
+              "pids", "cpus", "disk", "layers", "store-size", "mount-owner", "body-max", "upload-max", "allow-mount",
+              "allow-origin",
               "public-url", "require-guide",
               "conformance-fixtures", "cgroup", "quiet", "verbose", "help"],
-    "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "layers", "allow-mount", "conformance-fixtures",
+    "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
             "cgroup", "verbose", "help"],
 }
 
