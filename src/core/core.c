@@ -40,6 +40,9 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         }
+        if (c->eng->store_error[0])
+                xb_warn("no layer store (%s): sandboxes get memory layers, without snapshots or forks",
+                        c->eng->store_error);
         if ((r = xb_templates_open(c, err)) < 0) {
                 xb_audits_free(c->audits);
                 xb_engine_close(c->eng);

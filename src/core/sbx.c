@@ -518,5 +518,7 @@ xb_sbx_json(const struct xb_sbx *x)
         /* Only what differs from a plain sandbox, so older clients' replies stay as they were. */
         if (j && x->uid == 0)
                 json_object_set_new(j, "user", json_string("root"));
+        if (j && x->tmpl)
+                json_object_set_new(j, "template", json_string(x->tmpl->name));
         return j;
 }

@@ -446,8 +446,29 @@ fork_snaps(struct xb_sbx *x, void *arg, struct xb_err *err)
         return 0;
 }
 
+/* a, then b: a copy. */
+static char **
+strv_cat(char *const *a, char *const *b)
+{
+        size_t na = 0, nb = 0;
+        char **d;
+
+        for (; a && a[na]; na++)
+                ;
+        for (; b && b[nb]; nb++)
+                ;
+        d = calloc(na + nb + 1, sizeof(*d));
+        for (size_t i = 0; d && i < na + nb; i++)
+                if (!(d[i] = strdup(i < na ? a[i] : b[i - na]))) {
+                        xb_strv_free(d);
+                        return NULL;
+                }
+        return d;
+}
+
 int
-xb_sbx_fork(struct xb_sbx *parent, unsigned n, struct xb_sbx **ret, struct xb_err *err)
+xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *extra_env, uint64_t ttl_ms, struct xb_sbx **ret,
+            struct xb_err *err)
 {
         struct xb_core *s = parent->core;
         struct fork_snaps f = { .n = n };
@@ -474,13 +495,13 @@ xb_sbx_fork(struct xb_sbx *parent, unsigned n, struct xb_sbx **ret, struct xb_er
         for (; started < n; started++) {
                 struct xb_root_spec root = { .kind = XB_UPPER_DISK, .from = f.names[started], .adopt = true,
                                              .lowers = (const char *const *)parent->lowers, .user = parent->uid };
-                char **env = strv_dup(parent->env, NULL);
+                char **env = strv_cat(parent->env, extra_env);
                 struct xb_sbx *x;
 
                 for (char **l = parent->lowers; l && *l; l++)
                         root.nlowers++;
                 r = env ? xb_sbx_create_root(s, parent->tenant, &parent->limits, NULL, 0, &root, env,
-                                             parent->metadata, parent->ttl_ms, &x, err)
+                                             parent->metadata, ttl_ms ? ttl_ms : parent->ttl_ms, &x, err)
                         : xb_err_set(err, ENOMEM, "fork");
                 if (r < 0) {
                         xb_strv_free(env);

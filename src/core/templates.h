@@ -60,5 +60,8 @@ int xb_template_attach(struct xb_sbx *x, struct xb_template *t);
 /* Drop x's reference (its end). */
 void xb_template_release(struct xb_sbx *x);
 /* Fork parent n times (ret gets n sandboxes, registered and leased like
- * created ones); on failure none is left. */
-int xb_sbx_fork(struct xb_sbx *parent, unsigned n, struct xb_sbx **ret, struct xb_err *err);
+ * created ones) with its limits, env and lease; env ("K=V", or NULL) goes
+ * on top of the parent's, ttl_ms (0: the parent's) replaces its lease.
+ * On failure none is left. */
+int xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *env, uint64_t ttl_ms, struct xb_sbx **ret,
+                struct xb_err *err);

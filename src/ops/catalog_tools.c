@@ -100,12 +100,15 @@ struct xb_tool xb_catalog_tools[] = {
                 "are not carried over: each child starts with none running.",
         .input_json = OBJ(J_ARG_SANDBOX_ID ", "
                           "\"count\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"maximum\": 64, "
-                          "\"description\": \"How many children. null: 1.\"}",
-                          "\"sandbox_id\", \"count\""),
+                          "\"description\": \"How many children. null: 1.\"}, "
+                          J_ARG_ENV ", "
+                          "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": "
+                          "\"The children's idle time to live. null: the parent's.\"}",
+                          "\"sandbox_id\", \"count\", \"env\", \"timeout_s\""),
         .output_json = "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": "
                 J_SANDBOX "}, \"parent\": {\"type\": \"string\"}}, \"required\": [\"sandboxes\", \"parent\"]}",
         .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
-        .rest = { "POST", "/v1/sandboxes/{id}/fork", XB_REPLY_JSON, 201, { SANDBOX_PATH } },
+        .rest = { "POST", "/v1/sandboxes/{id}/fork", XB_REPLY_JSON, 201, { SANDBOX_PATH, ENV_BODY } },
 },
 {
         .name = "run_command",

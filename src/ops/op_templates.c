@@ -10,6 +10,7 @@
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
+#include "proc/env.h"
 
 #define FORK_MAX 64
 
@@ -72,13 +73,15 @@ op_snapshot(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 static void
 op_fork(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "count", NULL };
+        static const char *const fields[] = { "count", "env", "timeout_s", NULL };
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct xb_sbx *kids[FORK_MAX];
         struct xb_err err = { 0 };
-        uint64_t n = 1;
+        uint64_t n = 1, ttl = 0;
+        char **env = NULL;
         json_t *list;
+        int r;
 
         if (!x)
                 return;
@@ -87,12 +90,16 @@ op_fork(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
-        if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_uint(body, "count", 1, FORK_MAX, &n, &err) < 0) {
+        if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_uint(body, "count", 1, FORK_MAX, &n, &err) < 0 ||
+            xb_jsonv_seconds(body, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
+            xb_jsonv_env(body, "env", &env, NULL, &err) < 0) {
                 err.ecode = XB_E_INVALID;
                 xb_call_fail(c, &err);
                 return;
         }
-        if (xb_sbx_fork(x, (unsigned)n, kids, &err) < 0) {
+        r = xb_sbx_fork(x, (unsigned)n, env, ttl, kids, &err);
+        xb_strv_free(env);
+        if (r < 0) {
                 if (!err.ecode)
                         err.ecode = XB_E_SANDBOX_FAILED;
                 xb_call_fail(c, &err);

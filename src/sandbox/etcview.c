@@ -19,7 +19,7 @@
 #include "sandbox/mountplan.h"
 
 #define STAMP ".execbox-stamp"
-#define STAMP_VERSION "v2"   /* what build() writes: bumped when it changes */
+#define STAMP_VERSION "v3"   /* what build() writes: bumped when it changes */
 #define CHECKED "etc.checked"   /* its mtime: when the view was last found current */
 #define RETIRED ".execbox-retired"  /* in a view: its mtime is when it stopped being current */
 
@@ -34,17 +34,6 @@ fingerprint(unsigned user_uid, struct xb_buf *fp)
 {
         int r = xb_buf_printf(fp, STAMP_VERSION " uid=%u\n", user_uid);
 
-        static const char *const accounts[] = { "passwd", "group", NULL };
-
-        for (const char *const *e = accounts; *e && !r; e++) {
-                struct stat st;
-                char path[256];
-
-                snprintf(path, sizeof(path), "/etc/%s", *e);
-                if (stat(path, &st) == 0)
-                        r = xb_buf_printf(fp, "%s %" PRId64 ".%09ld %" PRId64 "\n", *e, (int64_t)st.st_mtim.tv_sec,
-                                          st.st_mtim.tv_nsec, (int64_t)st.st_size);
-        }
         for (const char *const *e = xb_etc_allowlist; *e && !r; e++) {
                 struct stat st;
                 char path[256];
@@ -199,54 +188,9 @@ rm_rf_at(int dir, const char *name, int depth)
         return unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
-/* The host's system accounts (ids 1..999) after ours: packages' maintainer
- * scripts and dpkg's statoverrides name them (_apt, messagebus,
- * ssl-cert). Never a real user (ids >= 1000), and groups without their
- * member lists, which would name users. */
-static int
-system_accounts(const char *path, const char *const *ours, struct xb_buf *out)
-{
-        _cleanup_free_ char *text = NULL;
-        char *save = NULL;
-
-        if (xb_read_file_at(AT_FDCWD, path, 1 << 20, &text, NULL) < 0)
-                return 0;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *f[4] = { 0 }, *p = line;
-                unsigned long id;
-                bool dup = false;
-
-                for (int i = 0; i < 4 && p; i++) {
-                        f[i] = p;
-                        p = strchr(p, ':');
-                        if (p)
-                                *p++ = '\0';
-                }
-                if (!f[2] || !*f[0] || strspn(f[0], "abcdefghijklmnopqrstuvwxyz0123456789_-.") != strlen(f[0]))
-                        continue;
-                id = strtoul(f[2], NULL, 10);
-                if (id == 0 || id >= 1000)
-                        continue;
-                for (const char *const *o = ours; *o; o++)
-                        dup |= !strcmp(*o, f[0]);
-                if (dup)
-                        continue;
-                if (p && f[3]) {
-                        /* passwd: name:x:uid:gid:gecos:home:shell; keep it as is past the name. */
-                        if (xb_buf_printf(out, "%s:x:%lu:%s:%s\n", f[0], id, f[3], p) < 0)
-                                return -ENOMEM;
-                } else if (xb_buf_printf(out, "%s:x:%lu:\n", f[0], id) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
 static int
 build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
 {
-        static const char *const our_users[] = { "root", "user", "nobody", NULL };
-        static const char *const our_groups[] = { "root", "tty", "users", "user", "nogroup", NULL };
-        _cleanup_(xb_buf_free) struct xb_buf pw = { 0 }, gr = { 0 };
         struct budget b = { 0 };
         char passwd[512], group[256];
         _cleanup_close_ int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -268,17 +212,10 @@ build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", user_uid, user_uid);
         snprintf(group, sizeof(group), "root:x:0:\ntty:x:5:\nusers:x:100:\nuser:x:%u:\nnogroup:x:65534:\n",
                  user_uid);
-        if (!r && (xb_buf_puts(&pw, passwd) < 0 || xb_buf_puts(&gr, group) < 0 ||
-                   system_accounts("/etc/passwd", our_users, &pw) < 0 ||
-                   system_accounts("/etc/group", our_groups, &gr) < 0 || !xb_buf_reserve(&pw, 1) ||
-                   !xb_buf_reserve(&gr, 1)))
-                r = -ENOMEM;
-        if (!r) {
-                pw.data[pw.len] = gr.data[gr.len] = '\0';
-                r = write_file(d, "passwd", pw.data, 0644);
-        }
         if (!r)
-                r = write_file(d, "group", gr.data, 0644);
+                r = write_file(d, "passwd", passwd, 0644);
+        if (!r)
+                r = write_file(d, "group", group, 0644);
         if (!r)
                 r = write_file(d, "hostname", "sandbox\n", 0644);
         if (!r)

@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/fd.h"
 #include "sandbox/store.h"
 
 #ifndef MOUNT_ATTR_IDMAP
@@ -112,6 +113,63 @@ done:
         return *ret_path ? 0 : xb_err_set(err, ENOMEM, "base root");
 }
 
+static bool
+known_account(const char *name, bool group)
+{
+        static const char *const users[] = { "root", "user", "nobody", NULL };
+        static const char *const groups[] = { "root", "tty", "users", "user", "nogroup", NULL };
+
+        if (name[0] == '#')
+                return true;   /* a numeric id */
+        for (const char *const *k = group ? groups : users; *k; k++)
+                if (!strcmp(*k, name))
+                        return true;
+        return false;
+}
+
+int
+xb_layers_dpkg_prepare(const char *runtime_dir, char **ret_path, struct xb_err *err)
+{
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(xb_buf_free) struct xb_buf out = { 0 };
+        char path[4096], tmp[4200], *save = NULL;
+        unsigned long long h = 1469598103934665603ULL;
+        _cleanup_close_ int d = -EBADF, f = -EBADF;
+        int r;
+
+        if (xb_read_file_at(AT_FDCWD, "/var/lib/dpkg/statoverride", 4 << 20, &text, NULL) < 0 &&
+            !(text = strdup("")))
+                return xb_err_set(err, ENOMEM, "dpkg layer");
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char user[64], group[64];
+
+                if (sscanf(line, "%63s %63s", user, group) == 2 && known_account(user, false) &&
+                    known_account(group, true) && xb_buf_printf(&out, "%s\n", line) < 0)
+                        return xb_err_set(err, ENOMEM, "dpkg layer");
+        }
+        for (size_t i = 0; i < out.len; i++)
+                h = (h ^ (unsigned char)out.data[i]) * 1099511628211ULL;
+        snprintf(path, sizeof(path), "%s/dpkg-fix-%016llx", runtime_dir, h);
+        if (access(path, F_OK) == 0)
+                goto done;
+        snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+                return xb_err_set(err, errno, "create %s", tmp);
+        d = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (d < 0 || fchmod(d, 0755) < 0)
+                return xb_err_set(err, errno, "open %s", tmp);
+        f = openat(d, "statoverride", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (f < 0 || (out.len && xb_write_all(f, out.data, out.len) < 0) || fchmod(f, 0644) < 0)
+                return xb_err_set(err, errno, "write %s/statoverride", tmp);
+        if (rename(tmp, path) < 0 && access(path, F_OK) != 0) {
+                r = xb_err_set(err, errno, "rename %s", tmp);
+                return r;
+        }
+done:
+        *ret_path = strdup(path);
+        return *ret_path ? 0 : xb_err_set(err, ENOMEM, "dpkg layer");
+}
+
 int
 xb_layers_overlay_opts(const struct xb_root_spec *root, size_t part, char **ret, struct xb_err *err)
 {
@@ -125,6 +183,8 @@ xb_layers_overlay_opts(const struct xb_root_spec *root, size_t part, char **ret,
         r = xb_buf_printf(&b, "lowerdir=");
         for (size_t i = 0; i < root->nlowers && !r; i++)
                 r = xb_buf_printf(&b, XB_LAYER_STAGE "/1/%s/up/%s:", root->lowers[i], name);
+        if (!r && part == 3)
+                r = xb_buf_printf(&b, XB_LAYER_STAGE "/6:");
         if (!r)
                 r = xb_buf_printf(&b, XB_LAYER_STAGE "/%zu,upperdir=%s/up/%s,workdir=%s/wk/%s,userxattr", 2 + part,
                                   up, name, up, name);

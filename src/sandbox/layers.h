@@ -7,9 +7,9 @@
  * (open_tree + mount_setattr MOUNT_ATTR_IDMAP onto the sandbox's user
  * namespace) per source: the sandbox's own writable layer, the store's
  * read-only layers, the base root skeleton, host /usr, the /etc view and
- * host /var/lib/dpkg. Files stored as uid 0..65535 thus appear to the
+ * host /var/lib/dpkg (under a fix of its statoverride). Files stored as uid 0..65535 thus appear to the
  * sandbox as its own 0..65535, whatever host range it runs on; a fork's
- * copy is readable by the child on its other range. The six fds go to the
+ * copy is readable by the child on its other range. The seven fds go to the
  * setup child in one XB_SETUP_LAYERS message; it attaches them below its
  * staging tmpfs (XB_LAYER_STAGE), mounts the overlays with the options
  * built here (userxattr: an overlay of a user namespace keeps its
@@ -25,7 +25,7 @@
 #include "sandbox/mountplan.h"
 
 #define XB_LAYER_STAGE "/tmp/s"
-#define XB_LAYER_NFDS 6   /* upper, layers, base root, usr, etc, dpkg */
+#define XB_LAYER_NFDS 7   /* upper, layers, base root, usr, etc, dpkg, the dpkg fix */
 #define XB_LAYERS_MAX 64  /* template layers under one sandbox */
 
 enum xb_upper_kind {
@@ -48,6 +48,10 @@ struct xb_root_spec {
  * links and the dirs apt and dpkg expect. Returns its path. */
 int xb_layers_base_prepare(const char *runtime_dir, const struct xb_host_layout *l, unsigned user_uid,
                            char **ret_path, struct xb_err *err);
+/* The layer over host /var/lib/dpkg: its statoverride without the
+ * entries that name accounts the sandbox's /etc lacks (dpkg refuses to
+ * run on an unknown user or group there). Returns its path. */
+int xb_layers_dpkg_prepare(const char *runtime_dir, char **ret_path, struct xb_err *err);
 /* The overlay options of part i (xb_layer_parts) of root, as the setup
  * child will see them. Pure; the caller frees *ret. */
 int xb_layers_overlay_opts(const struct xb_root_spec *root, size_t part, char **ret, struct xb_err *err);

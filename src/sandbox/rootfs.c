@@ -92,6 +92,7 @@ xb__send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, stru
         srcs[3] = "/usr";
         srcs[4] = e->etc_dir;
         srcs[5] = "/var/lib/dpkg";
+        srcs[6] = e->dpkg_fix;
         if ((r = xb_layers_idmapped(userns, srcs, fds, err)) < 0)
                 return r;
         {

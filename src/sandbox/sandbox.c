@@ -84,11 +84,19 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
             (r = xb_layers_base_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, &e->layout, XB_USER_UID,
                                         &e->base_root, err)) < 0)
                 goto fail;
-        if (o->layers == XB_LAYERS_DISK &&
-            (r = xb_store_open(o->state_dir ? o->state_dir : "/var/lib/execbox",
-                               o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR,
-                               o->store_size ? o->store_size : XB_STORE_SIZE_DEFAULT, &e->store, err)) < 0)
+        if (o->layers != XB_LAYERS_NONE &&
+            (r = xb_layers_dpkg_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, &e->dpkg_fix, err)) < 0)
                 goto fail;
+        if (o->layers == XB_LAYERS_DISK) {
+                struct xb_err serr = { 0 };
+
+                /* No btrfs here (no module, no loop devices in a container,
+                 * no mkfs.btrfs): memory layers, and the caller says why. */
+                if (xb_store_open(o->state_dir ? o->state_dir : "/var/lib/execbox",
+                                  o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR,
+                                  o->store_size ? o->store_size : XB_STORE_SIZE_DEFAULT, &e->store, &serr) < 0)
+                        snprintf(e->store_error, sizeof(e->store_error), "%s", serr.msg);
+        }
         if ((r = xb_cgroup_sys_open(o->cgroup_mode, o->cgroup_parent ? o->cgroup_parent : "execbox",
                                     &e->cgroups, err)) < 0)
                 goto fail;
@@ -155,6 +163,7 @@ xb_engine_close(struct xb_engine *e)
                 close(e->runtime_fd);
         free(e->etc_dir);
         free(e->base_root);
+        free(e->dpkg_fix);
         xb_store_close(e->store);
         xb_cgroup_sys_close(e->cgroups);
         xb_uidpool_close(&e->uids);

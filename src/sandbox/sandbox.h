@@ -63,7 +63,9 @@ struct xb_engine {
         int init_fd;                  /* the init image, for execveat */
         char *etc_dir;                /* the prepared /etc view */
         char *base_root;              /* the base root skeleton (layers.h); NULL: no layers */
+        char *dpkg_fix;               /* the layer over host /var/lib/dpkg (layers.h) */
         struct xb_store *store;       /* the disk layers; NULL: none */
+        char store_error[256];        /* why there is no store although asked for (memory layers instead) */
         bool mount_owner_set;         /* xb_engine_opts */
         uint32_t mount_uid, mount_gid;
         char **allow;

@@ -227,6 +227,11 @@ def test_fork_sees_200mb_and_diverges(srv):
     assert ok(srv, p, "md5sum /home/user/big").split()[0] == digest
     assert ok(srv, kids["sandboxes"][1]["id"], "md5sum /home/user/big").split()[0] == digest
     expect_error(srv.post(f"/v1/sandboxes/{p}/fork", {"count": 0}), 400, "invalid_request")
+    # The env can be added to, and the lease changed.
+    k = expect(srv.post(f"/v1/sandboxes/{p}/fork", {"env": {"XB_KID": "yes"}, "timeout_s": 60}), 201).json()
+    k = k["sandboxes"][0]
+    assert k["timeout_s"] == 60
+    assert ok(srv, k["id"], "echo $XB_FORK $XB_KID") == "kept yes\n"
 
 
 def test_snapshot_is_a_template(srv):
@@ -242,7 +247,7 @@ def test_snapshot_is_a_template(srv):
     # The parent goes on and changes; the template does not.
     ok(srv, p, "echo v2 > /usr/local/bin/xbtool")
     c1 = srv.create(template="xb-tools")
-    assert c1["user"] == "root"
+    assert c1["user"] == "root" and c1["template"] == "xb-tools"
     out = ok(srv, c1["id"], "cat /usr/local/bin/xbtool; echo $XB_T; test -e /etc/debian_version || echo gone")
     assert out.split() == ["v1", "1", "gone"]
     # A child's change stays in the child; a second child sees the template.

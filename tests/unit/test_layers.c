@@ -27,7 +27,7 @@ Test(layers, base_only_disk_upper)
 
         cr_assert_str_eq(root, "lowerdir=/tmp/s/2,upperdir=/tmp/s/0/up/root,workdir=/tmp/s/0/wk/root,userxattr");
         cr_assert_str_eq(usr, "lowerdir=/tmp/s/3,upperdir=/tmp/s/0/up/usr,workdir=/tmp/s/0/wk/usr,userxattr");
-        cr_assert_str_eq(dpkg, "lowerdir=/tmp/s/5,upperdir=/tmp/s/0/up/dpkg,workdir=/tmp/s/0/wk/dpkg,userxattr");
+        cr_assert_str_eq(dpkg, "lowerdir=/tmp/s/6:/tmp/s/5,upperdir=/tmp/s/0/up/dpkg,workdir=/tmp/s/0/wk/dpkg,userxattr");
 }
 
 Test(layers, template_layers_top_first_over_the_base)
