@@ -108,8 +108,9 @@ xb_templates_json(struct xb_core *s, int tenant)
 {
         json_t *list = json_array();
 
-        json_array_append_new(list, json_pack("{s:s,s:[],s:{},s:s,s:I,s:i,s:b}", "name", "base", "layers", "env", "user",
-                                              "user", "created_at_ms", (json_int_t)0, "in_use", 0, "builtin", 1));
+        json_array_append_new(list, json_pack("{s:s,s:[],s:{},s:s,s:I,s:i,s:b}", "name", "base", "layers", "env",
+                                              "user", "user", "created_at_ms", (json_int_t)0, "in_use", 0, "builtin",
+                                              1));
         for (struct xb_template *t = s->templates; t; t = t->next)
                 if (t->tenant == tenant)
                         json_array_append_new(list, xb_template_json(t));
@@ -154,8 +155,9 @@ load_one(struct xb_core *s, const char *file)
 
         snprintf(path, sizeof(path), "%s/%s", s->templates_dir, file);
         j = json_load_file(path, 0, &je);
-        if (!t || !j || json_unpack(j, "{s:s,s:o,s?o,s?s,s?s,s?I,s?I}", "name", &name, "layers", &layers, "env", &env,
-                                    "user", &user, "parent", &parent, "created_at_ms", &created, "tenant", &tenant) < 0 ||
+        if (!t || !j ||
+            json_unpack(j, "{s:s,s:o,s?o,s?s,s?s,s?I,s?I}", "name", &name, "layers", &layers, "env", &env, "user",
+                        &user, "parent", &parent, "created_at_ms", &created, "tenant", &tenant) < 0 ||
             xb_template_name_check(name, NULL) < 0 || !json_is_array(layers) || json_array_size(layers) > XB_LAYERS_MAX)
                 goto bad;
         snprintf(t->name, sizeof(t->name), "%s", name);

@@ -54,7 +54,8 @@ op_snapshot(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
-        if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_str(body, "name", XB_TEMPLATE_NAME_MAX, &name, &err) < 0) {
+        if (xb_jsonv_fields(body, fields, &err) < 0 ||
+            xb_jsonv_str(body, "name", XB_TEMPLATE_NAME_MAX, &name, &err) < 0) {
                 err.ecode = XB_E_INVALID;
                 xb_call_fail(c, &err);
                 return;
