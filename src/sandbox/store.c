@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -187,7 +188,13 @@ xb_store_open(const char *state_dir, const char *runtime_dir, uint64_t size, str
                 snprintf(buf, sizeof(buf), "%s/store-%016llx", runtime_dir, hash(state_dir));
                 if (mkdir(buf, 0700) < 0 && errno != EEXIST)
                         return xb_err_set(err, errno, "create %s", buf);
-                /* A crashed daemon's mount of the same image: replace it. */
+                /* The store is mounted in a mount namespace of our own,
+                 * a slave of the host's: the host's mounts still reach us
+                 * (and the sandboxes), ours never reach the host, and when
+                 * we die the namespace, the mount and (autoclear) the loop
+                 * device go with us. Needs a single-threaded caller. */
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+                        return xb_err_set(err, errno, "a mount namespace for the layer store");
                 if (statfs(buf, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC)
                         umount2(buf, MNT_DETACH);
                 if ((r = mount_image(image, buf, size, err)) < 0)

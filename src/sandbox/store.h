@@ -5,8 +5,9 @@
  *
  * The filesystem is a sparse image under the state directory, loop-mounted
  * (LO_FLAGS_AUTOCLEAR: the loop device goes with the last unmount) at a
- * root-only directory of the runtime dir; or the state directory itself
- * when it is on btrfs already. Inside it:
+ * root-only directory of the runtime dir, in a mount namespace of the
+ * daemon's own (the host never sees the mount; it ends with the daemon);
+ * or the state directory itself when it is on btrfs already. Inside it:
  *   sbx/<id>     a sandbox's writable layer (subvolume; see layer_dirs)
  *   layers/<id>  a template's read-only layer (read-only snapshot)
  *   base/root    the base template's root skeleton (plain directories)

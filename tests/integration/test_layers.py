@@ -24,15 +24,16 @@ from server_fixture import expect, expect_error, server_factory  # noqa: F401
 
 
 def store_of(srv: sf.Server) -> str:
-    """The store's mount point for this server (runtime dir, by state dir)."""
+    """The store as this test can reach it: the server mounts it in a mount
+    namespace of its own, so through /proc/PID/root, at its mount point."""
     image = os.path.join(srv.state_dir, "layers.img")
     assert os.path.exists(image)
-    for line in open("/proc/self/mountinfo"):
+    for line in open(f"/proc/{srv.pid}/mountinfo"):
         f = line.split()
-        if "/run/execbox/store-" in f[4] and f[4].startswith("/run/execbox/store-"):
+        if f[4].startswith("/run/execbox/store-"):
             dev = line.split(" - ")[1].split()[1]
             if loop_backing(dev) == os.path.realpath(image):
-                return f[4]
+                return f"/proc/{srv.pid}/root{f[4]}"
     raise AssertionError("the store is not mounted")
 
 
@@ -310,11 +311,36 @@ def test_delete_leaves_nothing(server_factory):
     assert not set(ids + kids) & set(os.listdir(f"{store}/sbx"))
     state = srv.state_dir
     assert len(loops_of(state)) == 1
+    # The host never sees the store's mount: it is the server's own.
+    point = store.split("/root", 1)[1]
+    assert not [l for l in open("/proc/self/mountinfo") if f" {point} " in l]
     srv.stop()
     # The server's stop takes the store down: no loop device, no mount.
     assert loops_of(state) == []
-    assert not [l for l in open("/proc/self/mountinfo") if store in l]
-    assert not os.path.exists(store)
+    assert not [l for l in open("/proc/self/mountinfo") if f" {point} " in l]
+
+
+def test_sigkilled_server_leaves_no_loop_device(server_factory):
+    import signal
+    import time
+    srv = server_factory(pool=1)
+    a = srv.create(user="root")["id"]
+    ok(srv, a, "echo x > /usr/x")
+    state = srv.state_dir
+    assert len(loops_of(state)) == 1
+    os.kill(srv.pid, signal.SIGKILL)
+    srv.proc.wait(10)
+    # Its mount namespace, its sandboxes (their parent died), then the
+    # store's last mount go; the loop device clears itself.
+    deadline = time.monotonic() + 10
+    while loops_of(state) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert loops_of(state) == []
+    # A new server on the same state directory starts clean.
+    s2 = server_factory(state_dir=state, pool=0)
+    assert ok(s2, s2.create()["id"], "echo ok") == "ok\n"
+    s2.stop()
+    assert loops_of(state) == []
 
 
 # ---- attacks, as root inside ----
