@@ -24,6 +24,9 @@
  *     reached directly from its network namespace.
  *  8. CPU fairness: a sandbox's warm exec round trip while idle, and while
  *     64 processes spin in another sandbox (bench/server/fair.c).
+ *  9. layered roots: create + first exec with --layers disk against
+ *     --layers none (no pool, interleaved), and snapshot and fork of a
+ *     sandbox that wrote 200 MB.
  *
  * The client is a small HTTP/1.1 implementation on raw sockets
  * (bench/server/client.c): keep-alive, Content-Length and chunked bodies,
@@ -35,7 +38,8 @@
  * usage: bench_server EXECBOX [ROUNDS]   (ROUNDS for 1; default 1000)
  * BENCH_ONLY=56 runs parts 5 and 6 only; BENCH_CELLS (500) sets the cells
  * of 5, BENCH_PY_ROUNDS (30) and BENCH_PY_PAUSE_MS (1500) the rounds of 6
- * and the pause after each, which lets the pool start a new session. */
+ * and the pause after each, which lets the pool start a new session;
+ * BENCH_LAYER_ROUNDS (50) the rounds of 7. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
@@ -75,5 +79,7 @@ main(int argc, char **argv)
                 bench_ports(argv[1], env_int("BENCH_PORT_ROUNDS", 1000, 10));
         if (!only || strchr(only, '8'))
                 bench_fair_cpu(argv[1], env_int("BENCH_FAIR_ROUNDS", 200, 10));
+        if (!only || strchr(only, '9'))
+                bench_layers(argv[1], env_int("BENCH_LAYER_ROUNDS", 50, 5));
         return 0;
 }

@@ -18,6 +18,8 @@ PKGS=(
   debhelper lintian                     # make deb, and its test (tests/packaging)
   man-db mandoc bash-completion systemd # man pages, completion and unit checks
   prometheus                            # promtool check metrics (tests/integration/test_metrics.py)
+  btrfs-progs                           # mkfs.btrfs: the layer store's image (serve --layers disk)
+  dpkg-dev python3-pip                  # tests/integration/test_layers.py: a local apt repository, pip
 )
 
 missing=()

@@ -114,3 +114,4 @@ void bench_python_cell(const char *execbox, int n);
 void bench_python_first(const char *execbox, int rounds, int pause_ms);
 void bench_ports(const char *execbox, int rounds);
 void bench_fair_cpu(const char *execbox, int rounds);
+void bench_layers(const char *execbox, int rounds);

@@ -29,6 +29,11 @@
         X(INVALID_NETWORK, "invalid_request")      /* a network policy */ \
         X(NETWORK_FORBIDDEN, "network_forbidden")  /* over the operator's ceiling */ \
         X(NETWORK_UNAVAILABLE, "network_unavailable")   /* the server has no egress */ \
+        /* templates and layers */                                    \
+        X(TEMPLATE_NOT_FOUND, "template_not_found")                   \
+        X(TEMPLATE_EXISTS, "template_exists")                         \
+        X(TEMPLATE_IN_USE, "template_in_use")                         \
+        X(LAYERS_UNSUPPORTED, "layers_unsupported")                   \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
         X(WATCHER_NOT_FOUND, "watcher_not_found")                     \

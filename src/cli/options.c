@@ -33,6 +33,7 @@ enum {
         O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
+        O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER,
 };
 
 /* How an option may be given besides its flag. */
@@ -61,6 +62,9 @@ static const struct {
         { { "pids", required_argument, NULL, O_PIDS }, SERVE | MCP },
         { { "cpus", required_argument, NULL, O_CPUS }, SERVE | MCP },
         { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
+        { { "layers", required_argument, NULL, O_LAYERS }, SERVE },
+        { { "store-size", required_argument, NULL, O_STORE_SIZE }, SERVE },
+        { { "mount-owner", required_argument, NULL, O_MOUNT_OWNER }, SERVE },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "output-budget", required_argument, NULL, O_OUT_BUDGET }, SERVE },
@@ -122,11 +126,13 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
                 o->state_dir = "/var/lib/execbox";
                 o->pool_size = 4;
                 o->access_log = true;
+                o->layers = XB_LAYERS_DISK;
         } else {
                 /* Desktop clients set env, not flags: a bridge, as a normal user. */
                 a->server = getenv("EXECBOX_URL") && *getenv("EXECBOX_URL") ? getenv("EXECBOX_URL") : NULL;
                 a->token = getenv("EXECBOX_TOKEN");
                 o->pool_size = 1;
+                o->layers = XB_LAYERS_MEMORY;   /* no state directory to keep a store in */
                 o->no_auth = true;    /* the peer is whoever started us */
                 o->quiet = true;
                 xb_log_set_level(XB_LOG_WARN);
@@ -189,6 +195,36 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
         case O_PIDS: r = xb_parse_u64(arg, &o->defaults.pids, err); break;
         case O_CPUS: r = xb_parse_cpus(arg, &o->defaults.cpus_milli, err); break;
         case O_DISK: r = xb_parse_size(arg, &o->defaults.disk, err); break;
+        case O_LAYERS:
+                if (!strcmp(arg, "disk"))
+                        o->layers = XB_LAYERS_DISK;
+                else if (!strcmp(arg, "memory"))
+                        o->layers = XB_LAYERS_MEMORY;
+                else if (!strcmp(arg, "none"))
+                        o->layers = XB_LAYERS_NONE;
+                else
+                        r = xb_err_msg(err, EINVAL, "write disk, memory or none, not `%s`", arg);
+                break;
+        case O_MOUNT_OWNER: {
+                unsigned long u, g;
+                char *end;
+
+                errno = 0;
+                u = strtoul(arg, &end, 10);
+                g = *end == ':' ? strtoul(end + 1, &end, 10) : ULONG_MAX;
+                if (errno || *end || u > 65535 * 65536UL || g > 65535 * 65536UL || *arg < '0' || *arg > '9')
+                        r = xb_err_msg(err, EINVAL, "write the host's UID:GID that files in mounts belong to, e.g. "
+                                       "1000:1000, not `%s`", arg);
+                o->mount_owner_set = true;
+                o->mount_uid = (uint32_t)u;
+                o->mount_gid = (uint32_t)g;
+                break;
+        }
+        case O_STORE_SIZE:
+                r = xb_parse_size(arg, &o->store_size, err);
+                if (!r && o->store_size < ((uint64_t)1 << 30))
+                        r = xb_err_msg(err, ERANGE, "at least 1G");
+                break;
         case O_BODY:
                 r = xb_parse_size(arg, &v, err);
                 o->body_max = (size_t)v;

@@ -14,7 +14,9 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
 {
         struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .cgroup_parent = o->cgroup_prefix,
                                      .allow_mounts = o->allow_mounts,
-                                     .nallow = o->nallow };
+                                     .nallow = o->nallow, .layers = o->layers, .state_dir = o->state_dir,
+                                     .store_size = o->store_size, .mount_owner_set = o->mount_owner_set,
+                                     .mount_uid = o->mount_uid, .mount_gid = o->mount_gid };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
 
@@ -41,7 +43,18 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         }
+        if (c->eng->store_error[0])
+                xb_warn("no layer store (%s): sandboxes get memory layers, without snapshots or forks",
+                        c->eng->store_error);
+        if ((r = xb_templates_open(c, err)) < 0) {
+                xb_audits_free(c->audits);
+                xb_engine_close(c->eng);
+                free(c->rxbuf);
+                free(c);
+                return r;
+        }
         if (o->network && (r = xb_netsys_open(&o->net, loop, &c->net, err)) < 0) {
+                xb_templates_close(c);
                 xb_audits_free(c->audits);
                 xb_engine_close(c->eng);
                 free(c->rxbuf);
@@ -88,6 +101,7 @@ xb_core_close(struct xb_core *c)
                 xb_loop_run(c->loop);
                 xb_timer_stop(&t);
         }
+        xb_templates_close(c);
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
         xb_netsys_close(c->net);

@@ -36,6 +36,7 @@
 
 struct xb_audits;
 struct xb_audit;
+struct xb_template;
 
 struct xb_core_opts {
         unsigned max_sandboxes;       /* 0: XB_SERVER_MAX_SANDBOXES_DEFAULT */
@@ -55,6 +56,11 @@ struct xb_core_opts {
         int (*sign)(const char *msg, size_t len, char out[65]);
         bool network;                 /* egress through the daemon (net/egress.h); false: loopback only */
         struct xb_netsys_opts net;
+        int layers;                   /* XB_LAYERS_* (sandbox.h) */
+        const char *state_dir;        /* the layer store's home */
+        uint64_t store_size;
+        bool mount_owner_set;         /* workspaces' owner on the host (sandbox.h) */
+        uint32_t mount_uid, mount_gid;
 };
 
 /* What is remembered of an ended sandbox (tombs.c). */
@@ -89,11 +95,17 @@ struct xb_core {
         uint64_t fds_untenanted;      /* fds.c's count when tenants have no metrics (tests) */
         struct xb_tomb tombs[XB_TOMBS_MAX];   /* a ring, oldest overwritten */
         unsigned tomb_next;
+        struct xb_template *templates;   /* templates.h: snapshots, persisted under state_dir */
+        char *templates_dir;          /* state_dir/templates; NULL: none kept */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
  * runs reaped, the pool started. err says why not. */
 int xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err);
+/* The templates persisted under state_dir, and the layer store's garbage
+ * collection (templates.c; templates.h has the rest). */
+int xb_templates_open(struct xb_core *s, struct xb_err *err);
+void xb_templates_close(struct xb_core *s);
 /* No more sandboxes from here on (the daemon is stopping). */
 void xb_core_stop(struct xb_core *c);
 /* Kill every sandbox, run the loop until they are reaped (at most 5 s) and
@@ -125,6 +137,9 @@ struct xb_sbx {
         bool paused;                  /* its cgroup is frozen (pause.c) */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
+        uint32_t uid;                 /* commands' default user inside: 0 or XB_USER_UID */
+        char **lowers;                /* its template's layers, top first (NULL: base) */
+        struct xb_template *tmpl;     /* the template it holds a reference on, or NULL */
         char **env;                   /* sandbox-wide "K=V" set at creation */
         json_t *metadata;
         uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic */
@@ -184,6 +199,10 @@ struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 int xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
                   size_t nbinds, char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret,
                   struct xb_err *err);
+/* The same with a layered root of root's layers (NULL: the base, pool allowed). */
+int xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
+                       size_t nbinds, const struct xb_root_spec *root, char **env, json_t *metadata,
+                       uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err);
 void xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms);
 /* Kill everything and unregister, for end and why (neutral words, or NULL);
  * the memory goes when the last ref does. A second call does nothing. */

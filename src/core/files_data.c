@@ -184,8 +184,17 @@ upload_free(struct xb_upload *up, bool failed)
         if (!up)
                 return;
         if (up->fd >= 0) {
-                if (failed && ftruncate(up->fd, (off_t)up->base_size) < 0)
-                        xb_debug("upload %s: truncate back: %s", up->path, strerror(errno));
+                if (failed && ftruncate(up->fd, (off_t)up->base_size) < 0) {
+                        /* A btrfs layer at its qgroup limit refuses even a
+                         * truncate (EDQUOT: it reserves metadata first): lift
+                         * the limit for the instant of putting the file back. */
+                        if (errno == EDQUOT && up->sbx->sb && xb_sandbox_disk_slack(up->sbx->sb, true) == 0) {
+                                if (ftruncate(up->fd, (off_t)up->base_size) < 0)
+                                        xb_debug("upload %s: truncate back: %s", up->path, strerror(errno));
+                                xb_sandbox_disk_slack(up->sbx->sb, false);
+                        } else
+                                xb_debug("upload %s: truncate back: %s", up->path, strerror(errno));
+                }
                 close(up->fd);
         }
         xb_sbx_unref(up->sbx);

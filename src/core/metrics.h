@@ -31,6 +31,8 @@ struct xb_metrics {
         uint64_t execs, execs_by_status[XB_ST_RUNNING + 1];
         struct xb_hist exec_duration;
         struct xb_hist start_hit, start_miss;    /* create until init is ready */
+        uint64_t snapshots, forks, layers_created, layers_deleted;   /* the layer store (templates.h) */
+        struct xb_hist snapshot_duration, fork_duration;
         struct xb_tenant_metrics *tenant;        /* ntenants of them */
         size_t ntenants;
 };

@@ -28,7 +28,7 @@ xb_pool_fill(struct xb_core *s)
                 return;
         {
                 struct xb_err err = { 0 };
-                struct xb_sbx *x = xb__sbx_start(s, &s->o.defaults, NULL, 0, &err);
+                struct xb_sbx *x = xb__sbx_start(s, &s->o.defaults, NULL, 0, NULL, &err);
 
                 if (!x) {
                         xb_warn("pool: %s", err.msg);
@@ -135,6 +135,14 @@ int
 xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
               char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err)
 {
+        return xb_sbx_create_root(s, tenant, l, binds, nbinds, NULL, env, metadata, ttl_ms, ret, err);
+}
+
+int
+xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
+                   size_t nbinds, const struct xb_root_spec *root, char **env, json_t *metadata, uint64_t ttl_ms,
+                   struct xb_sbx **ret, struct xb_err *err)
+{
         struct xb_sbx *x = NULL;
         struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, tenant);
         uint64_t t0 = xb_mono_us();
@@ -144,7 +152,7 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
         if (xb_fds_check(s, tenant, NULL, XB_FDS_PER_SANDBOX_BASE, err) < 0)
                 return -EMFILE;
-        if (pool_fits(s, l, nbinds)) {
+        if (!root && pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 
                 x = claim(s, l, &ignored);
@@ -154,7 +162,7 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
                 x->start_hit = true;
         } else {
                 s->m.pool_misses++;
-                x = xb__sbx_start(s, l, binds, nbinds, err);
+                x = xb__sbx_start(s, l, binds, nbinds, root, err);
                 if (!x)
                         return create_error(err);
         }

@@ -15,6 +15,7 @@
 #include "proc/env.h"
 #include "proc/initc.h"
 #include "core/sbx_int.h"
+#include "core/templates.h"
 #include "core/audit.h"
 
 static int
@@ -90,6 +91,7 @@ sbx_free(void *p)
 
         xb_watchers_free(x);   /* ended ones whose last events were never taken */
         xb_strv_free(x->env);
+        xb_strv_free(x->lowers);
         json_decref(x->metadata);
         free(x->pending);
         free(x);
@@ -314,6 +316,7 @@ finalize(struct xb_sbx *x)
         x->sb = NULL;
         if (r < 0)
                 xb_warn("sandbox %s: cgroup not removed: %s", x->id, strerror(-r));
+        xb_template_release(x);
         x->state = XB_SBX_DEAD;
         if (--x->core->ndying == 0 && x->core->stopping)
                 xb_loop_stop(x->core->loop);
@@ -458,10 +461,15 @@ xb_sbx_gone(const struct xb_sbx *x, const char *why, const char *dflt, struct xb
 
 struct xb_sbx *
 xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds, size_t nbinds,
-              struct xb_err *err)
+              const struct xb_root_spec *root, struct xb_err *err)
 {
         struct xb_sandbox_config cfg = { .limits = *l, .binds = binds, .nbinds = nbinds, .network = s->net != NULL };
+        struct xb_root_spec base = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY, .user = XB_USER_UID };
         struct xb_sbx *x = calloc(1, sizeof(*x));
+
+        if (s->eng->base_root)
+                cfg.root = root ? root : &base;
+        cfg.bind_uid = cfg.root ? cfg.root->user : XB_USER_UID;
 
         if (!x) {
                 xb_err_set(err, ENOMEM, "sandbox");
@@ -474,6 +482,7 @@ xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind
         x->core = s;
         x->refs = 1;
         x->limits = *l;
+        x->uid = XB_USER_UID;
         x->state = XB_SBX_STARTING;
         memcpy(x->id, x->sb->id, sizeof(x->id));
         x->created_ms = xb_now_ms();
@@ -530,10 +539,17 @@ xb_sbx_json(const struct xb_sbx *x)
                                 (json_int_t)x->limits.pids, "cpus", x->limits.cpus_milli / 1000.0, "disk",
                                 (json_int_t)x->limits.disk);
 
-        return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:i}", "id", x->id, "state",
+        json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:i}", "id", x->id, "state",
                          x->paused ? "paused" : states[x->state], "limits", lim,
                          "metadata", json_incref(x->metadata ? x->metadata : json_null()), "created_at_ms",
                          (json_int_t)(x->created_unix_ms), "expires_in_ms",
                          (json_int_t)(x->expires_ms > now ? x->expires_ms - now : 0), "timeout_s",
                          (json_int_t)(x->ttl_ms / 1000), "processes", (int)x->nprocs);
+
+        /* Only what differs from a plain sandbox, so older clients' replies stay as they were. */
+        if (j && x->uid == 0)
+                json_object_set_new(j, "user", json_string("root"));
+        if (j && x->tmpl)
+                json_object_set_new(j, "template", json_string(x->tmpl->name));
+        return j;
 }

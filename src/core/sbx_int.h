@@ -6,7 +6,7 @@
 /* A cold start: a new sandbox the loop watches, in no registry and no
  * pool; NULL with err (err->code says why). */
 struct xb_sbx *xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind *binds,
-                             size_t nbinds, struct xb_err *err);
+                             size_t nbinds, const struct xb_root_spec *root, struct xb_err *err);
 /* Enter x in the registry by id; -ENOMEM. */
 int xb__sbx_register(struct xb_sbx *x);
 /* The start latency, once x is both created and ready (metrics). */

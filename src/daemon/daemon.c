@@ -229,7 +229,9 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .output_budget = s->o.output_budget,
                                     .upload_max = s->o.upload_max,
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
-                                    .sign = xb_sign };
+                                    .sign = xb_sign, .layers = s->o.layers, .state_dir = s->o.state_dir,
+                                    .store_size = s->o.store_size, .mount_owner_set = s->o.mount_owner_set,
+                                    .mount_uid = s->o.mount_uid, .mount_gid = s->o.mount_gid };
         {
                 /* Egress: without --package-source, the host's own apt sources
                  * and npm registry, read now (never written anywhere). */

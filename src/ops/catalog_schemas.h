@@ -87,13 +87,15 @@
         "\"memory\": {\"type\": \"integer\", \"description\": \"Bytes; 0: none.\"}, "                           \
         "\"pids\": {\"type\": \"integer\", \"description\": \"Processes and threads; 0: none.\"}, "             \
         "\"cpus\": {\"type\": \"number\", \"description\": \"Cores; 0: no limit.\"}, "                          \
-        "\"disk\": {\"type\": \"integer\", \"description\": \"Bytes each of /home/user and /tmp can hold.\"}}, " \
+        "\"disk\": {\"type\": \"integer\", \"description\": \"Bytes its writable layer, and /tmp, can hold.\"}}, " \
         "\"required\": [\"memory\", \"pids\", \"cpus\", \"disk\"]}, "                                           \
         "\"metadata\": {\"type\": [\"object\", \"null\"], \"description\": \"What the creator attached.\"}, "   \
         "\"created_at_ms\": {\"type\": \"integer\", \"description\": \"Creation time on the server's clock.\"}, " \
         "\"expires_in_ms\": {\"type\": \"integer\", \"description\": \"Deleted after this long without use.\"}, " \
         "\"timeout_s\": {\"type\": \"integer\", \"description\": \"Idle time to live.\"}, "                     \
-        "\"processes\": {\"type\": \"integer\", \"description\": \"Processes the server tracks in it.\"}}, "    \
+        "\"processes\": {\"type\": \"integer\", \"description\": \"Processes the server tracks in it.\"}, "     \
+        "\"user\": {\"type\": \"string\", \"description\": \"root when commands run as root by default.\"}, " \
+        "\"template\": {\"type\": \"string\", \"description\": \"The template it started from, if not base.\"}}, " \
         "\"required\": [\"id\", \"state\", \"limits\", \"metadata\", \"created_at_ms\", \"expires_in_ms\", "   \
         "\"timeout_s\", \"processes\"]}"
 
@@ -235,3 +237,11 @@
         "\"ceiling\": {\"type\": \"string\", \"description\": \"The most this server allows.\"}, "             \
         "\"proxy\": {\"type\": \"string\"}, \"stats\": {\"type\": \"object\"}}, \"required\": [\"mode\", "     \
         "\"allow\", \"deny\"]}"
+
+#define J_TEMPLATE                                                                                               \
+        "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"layers\": {\"type\": "   \
+        "\"array\", \"items\": {\"type\": \"string\"}, \"description\": \"Read-only layers, top first.\"}, "     \
+        "\"env\": {\"type\": \"object\"}, \"user\": {\"type\": \"string\"}, \"parent\": {\"type\": "            \
+        "\"string\", \"description\": \"The sandbox it was taken from.\"}, \"created_at_ms\": {\"type\": "        \
+        "\"integer\"}, \"in_use\": {\"type\": \"integer\", \"description\": \"Sandboxes using it.\"}, "          \
+        "\"builtin\": {\"type\": \"boolean\"}}, \"required\": [\"name\", \"layers\", \"user\"]}"

@@ -24,7 +24,8 @@ struct xb_tool xb_catalog_tools[] = {
                 "Create a fresh, isolated Linux sandbox and return its id. Every other tool uses your default "
                 "sandbox when sandbox_id is null, so you rarely need this: create one only for a clean, separate "
                 "machine or different limits. A sandbox is deleted after timeout_s seconds without use (default "
-                "900), with everything in it.",
+                "900), with everything in it. Everything in it is writable, /usr and /etc included: what you "
+                "install stays in this sandbox only, unless you snapshot it into a template.",
         .input_json = OBJ(
                 "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": \"Delete it "
                 "after this many seconds without a command. null: 900.\"}, "
@@ -36,12 +37,17 @@ struct xb_tool xb_catalog_tools[] = {
                         "2. null: the server's default.\"}, "
                         "\"pids\": {\"type\": [\"integer\", \"null\"], \"description\": \"Most processes and "
                         "threads at once. null: the server's default.\"}, "
-                        "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes that each of "
-                        "/home/user and /tmp can hold. null: the server's default.\"}",
+                        "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes the sandbox's "
+                        "writable layer (/usr, /etc, /home/user, /tmp, ...) can hold. null: the server's default.\"}",
                         "\"memory\", \"cpus\", \"pids\", \"disk\"") ", {\"type\": \"null\"}], "
                 "\"description\": \"Resource limits. null: the server's defaults.\"}, "
-                "\"network\": " J_NETWORK_ARG,
-                "\"timeout_s\", \"env\", \"limits\", \"network\""),
+                "\"network\": " J_NETWORK_ARG ", "
+                "\"template\": {\"type\": [\"string\", \"null\"], \"description\": \"Start from this "
+                "template (one made with sandbox_snapshot). null: base, the host's image.\"}, "
+                "\"user\": {\"type\": [\"string\", \"null\"], \"enum\": [\"user\", \"root\", null], "
+                "\"description\": \"Who commands run as by default: user (uid 1000) or root of the sandbox (for "
+                "apt-get, pip and npm -g installs). null: user, or the template's.\"}",
+                "\"timeout_s\", \"env\", \"limits\", \"network\", \"template\", \"user\""),
         .output_json = J_SANDBOX,
         .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
         .rest = { "POST", "/v1/sandboxes", XB_REPLY_JSON, 201, { ENV_BODY } },
@@ -96,6 +102,40 @@ struct xb_tool xb_catalog_tools[] = {
                 "{\"type\": \"boolean\"}}, \"required\": [\"id\", \"deleted\"]}",
         .read_only = false, .destructive = true, .idempotent = true, .open_world = false,
         .rest = { "DELETE", "/v1/sandboxes/{id}", XB_REPLY_EMPTY, 204, { { "sandbox_id", XB_ARG_PATH, "id", NULL, 0 } } },
+},
+{
+        .name = "sandbox_snapshot",
+        .op = "sandbox_snapshot",
+        .title = "Snapshot a sandbox into a template",
+        .description = "Save the sandbox's whole filesystem (what you installed and wrote) as a template with this "
+                "name; sandbox_create with that template then starts from it. Instant, whatever the size. The "
+                "sandbox keeps running; its processes are not saved.",
+        .input_json = OBJ(J_ARG_SANDBOX_ID ", "
+                          "\"name\": {\"type\": \"string\", \"description\": \"The template's name: letters, "
+                          "digits, '.', '_' or '-', e.g. \\\"py-ml\\\".\"}",
+                          "\"sandbox_id\", \"name\""),
+        .output_json = J_TEMPLATE,
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/snapshot", XB_REPLY_JSON, 201, { SANDBOX_PATH } },
+},
+{
+        .name = "sandbox_fork",
+        .op = "sandbox_fork",
+        .title = "Fork a sandbox",
+        .description = "Make count new sandboxes that start from this sandbox's filesystem as it is now, with its "
+                "limits and env; try different approaches in parallel. Instant, whatever the size. Processes "
+                "are not carried over: each child starts with none running.",
+        .input_json = OBJ(J_ARG_SANDBOX_ID ", "
+                          "\"count\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"maximum\": 64, "
+                          "\"description\": \"How many children. null: 1.\"}, "
+                          J_ARG_ENV ", "
+                          "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": "
+                          "\"The children's idle time to live. null: the parent's.\"}",
+                          "\"sandbox_id\", \"count\", \"env\", \"timeout_s\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": "
+                J_SANDBOX "}, \"parent\": {\"type\": \"string\"}}, \"required\": [\"sandboxes\", \"parent\"]}",
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/fork", XB_REPLY_JSON, 201, { SANDBOX_PATH, ENV_BODY } },
 },
 {
         .name = "run_command",

@@ -98,6 +98,7 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
         uint64_t timeout = background ? 0 : EXEC_TIMEOUT_DEFAULT_MS, yield = 0;
         uint64_t out_limit = background ? PROC_OUTPUT_DEFAULT : EXEC_OUTPUT_DEFAULT;
         size_t nargv = 0;
+        uint32_t uid;
         int r;
 
         if ((r = xb_jsonv_str(body, "cmd", CMD_MAX, &cmd, err)) < 0 ||
@@ -125,6 +126,8 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
                 return xb_err_msg(err, EINVAL, "`cwd` must be an absolute path such as /home/user");
         if (user && strcmp(user, "user") && strcmp(user, "root"))
                 return xb_err_msg(err, EINVAL, "`user` must be \"user\" (uid 1000, the default) or \"root\"");
+        /* Unset: the sandbox's own default ("user" on create). */
+        uid = !user ? x->uid : !strcmp(user, "root") ? 0 : XB_USER_UID;
         if (cmd) {
                 c->shell_argv[0] = (char *)shell_path();
                 c->shell_argv[1] = (char *)"-c";
@@ -152,15 +155,14 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
                         all[nn + i] = x->env[i];
                 for (size_t i = 0; i < c->nreq_env; i++)
                         all[nn + nx + i] = c->req_env[i];
-                r = xb_env_build("/home/user", user && !strcmp(user, "root") ? 0 : XB_USER_UID, all,
-                                 nn + nx + c->nreq_env, &c->env, err);
+                r = xb_env_build("/home/user", uid, all, nn + nx + c->nreq_env, &c->env, err);
                 free(all);
                 if (r < 0)
                         return r;
         }
         c->spec.env = c->env;
         c->spec.cwd = cwd ? cwd : "/home/user";
-        c->spec.uid = user && !strcmp(user, "root") ? 0 : XB_USER_UID;
+        c->spec.uid = uid;
         c->spec.timeout_ms = timeout;
         c->spec.yield_ms = yield;
         c->spec.output_limit = out_limit;

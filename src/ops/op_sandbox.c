@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "core/core.h"
+#include "core/templates.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -158,10 +159,38 @@ create_answer(struct xb_sbx *x, struct xb_call *c)
         xb_call_on_cancel(c, cw_cancel, w);
 }
 
+/* The template's env under the request's (later entries win). */
+static int
+with_template_env(const struct xb_template *t, char ***env)
+{
+        size_t nt = 0, nr = 0;
+        char **all;
+
+        for (; t->env && t->env[nt]; nt++)
+                ;
+        for (; *env && (*env)[nr]; nr++)
+                ;
+        if (!nt)
+                return 0;
+        all = calloc(nt + nr + 1, sizeof(*all));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < nt; i++)
+                if (!(all[i] = strdup(t->env[i]))) {
+                        xb_strv_free(all);
+                        return -ENOMEM;
+                }
+        for (size_t i = 0; i < nr; i++)
+                all[nt + i] = (*env)[i];
+        free(*env);
+        *env = all;
+        return 0;
+}
+
 static void
 op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template",
+        static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", "user",
                                               "network", NULL };
         struct xb_err err = { 0 };
         struct xb_limits l;
@@ -169,7 +198,8 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         size_t nbinds = 0;
         char **env = NULL;
         uint64_t ttl = XB_TTL_DEFAULT_MS;
-        const char *tmpl = NULL;
+        const char *tmpl = NULL, *user = NULL;
+        struct xb_template *t = NULL;
         json_t *meta, *net;
         struct xb_sbx *x;
         struct xb_netpol *pol = NULL;
@@ -177,14 +207,28 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0 ||
             parse_mounts(args, binds, &nbinds, &err) < 0 ||
             xb_jsonv_seconds(args, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
-            xb_jsonv_str(args, "template", 64, &tmpl, &err) < 0 || xb_jsonv_env(args, "env", &env, NULL, &err) < 0) {
+            xb_jsonv_str(args, "template", 64, &tmpl, &err) < 0 || xb_jsonv_str(args, "user", 16, &user, &err) < 0 ||
+            xb_jsonv_env(args, "env", &env, NULL, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);
                 return;
         }
-        if (tmpl && strcmp(tmpl, "base") && strcmp(tmpl, "host") && strcmp(tmpl, "code-interpreter-v1")) {
+        if (user && strcmp(user, "user") && strcmp(user, "root")) {
+                xb_strv_free(env);
+                xb_call_failf(c, XB_E_INVALID, NULL,
+                              "`user` must be \"user\" (uid 1000, the default) or \"root\" (uid 0 of the sandbox)");
+                return;
+        }
+        if (tmpl && strcmp(tmpl, "base") && strcmp(tmpl, "host") && strcmp(tmpl, "code-interpreter-v1") &&
+            !(t = xb_template_find(s, tmpl, tenant))) {
                 xb_strv_free(env);
                 xb_call_failf(c, XB_E_INVALID_TEMPLATE, NULL,
-                              "unknown template `%.64s`; this server offers the host image only", tmpl);
+                              "unknown template `%.64s`; the templates are base and those GET /v1/templates lists",
+                              tmpl);
+                return;
+        }
+        if (t && with_template_env(t, &env) < 0) {
+                xb_strv_free(env);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
         meta = json_object_get(args, "metadata");
@@ -213,12 +257,32 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 return;
         }
         /* The sandbox takes env. */
-        if (xb_sbx_create(s, tenant, &l, binds, nbinds, env, json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
+        {
+                uint32_t uid = user ? (!strcmp(user, "root") ? 0 : XB_USER_UID) : t ? t->uid : XB_USER_UID;
+                struct xb_root_spec root = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY,
+                                             .lowers = t ? (const char *const *)t->layers : NULL,
+                                             .nlowers = t ? t->nlayers : 0, .user = uid };
+                /* The base and the pool, unless the layers or the workspaces' owner differ. */
+                bool plain = !t && (uid == XB_USER_UID || !nbinds);
+
+                if (xb_sbx_create_root(s, tenant, &l, binds, nbinds, plain ? NULL : &root, env,
+                                       json_is_null(meta) ? NULL : meta, ttl, &x, &err) < 0) {
+                        xb_netpol_unref(pol);
+                        xb_strv_free(env);
+                        xb_call_fail(c, &err);
+                        return;
+                }
+        }
+        if (t && xb_template_attach(x, t) < 0) {
                 xb_netpol_unref(pol);
-                xb_strv_free(env);
-                xb_call_fail(c, &err);
+                xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
+        if (t)
+                x->uid = t->uid;
+        if (user)
+                x->uid = !strcmp(user, "root") ? 0 : XB_USER_UID;
         if (pol) {
                 xb_sbx_set_network(x, pol, &err);   /* checked above */
                 xb_netpol_unref(pol);

@@ -27,6 +27,8 @@ enum xb_msg_type {
         XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
         XB_SETUP_PTY = 51,    /* a command being started -> its starter, on a socket of their own
                                * (struct xb_exec_spec.tty_sock); fds: its terminal's master */
+        XB_SETUP_LAYERS = 52, /* daemon -> setup child, before GO: the id-mapped layer mounts (layers.h) */
+        XB_SETUP_BINDS = 53,  /* then, with a layered root: the caller's binds, id-mapped (rootfs.c) */
 
         XB_EV_READY = 100,    /* VERSION */
         XB_EV_SPAWNED = 101,  /* tag = request tag; PID */

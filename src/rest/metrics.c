@@ -11,6 +11,7 @@
 #include "base/procself.h"
 #include "rest/rest.h"
 #include "rest/metrics.h"
+#include "core/templates.h"
 
 static void
 family(struct xb_buf *b, const char *name, const char *type, const char *help)
@@ -155,6 +156,21 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
                 xb_buf_printf(b, "execbox_egress_dns_queries_total{answer=\"relayed\"} %llu\n"
                                  "execbox_egress_dns_queries_total{answer=\"refused\"} %llu\n",
                               (unsigned long long)ns->dns_answered, (unsigned long long)ns->dns_refused);
+        }
+        if (s->eng->store) {
+                size_t nt = 0;
+
+                for (struct xb_template *t = s->templates; t; t = t->next)
+                        nt++;
+                gauge(b, "execbox_templates", "Templates besides base.", (double)nt);
+                counter(b, "execbox_snapshots_total", "Sandboxes snapshotted into templates.", m->snapshots);
+                counter(b, "execbox_forks_total", "Fork requests served.", m->forks);
+                counter(b, "execbox_layers_created_total", "Read-only layers added to the store.", m->layers_created);
+                counter(b, "execbox_layers_deleted_total", "Read-only layers garbage-collected.", m->layers_deleted);
+                family(b, "execbox_snapshot_duration_seconds", "histogram", "Time to snapshot a sandbox, freeze included.");
+                hist(b, "execbox_snapshot_duration_seconds", "", &m->snapshot_duration);
+                family(b, "execbox_fork_duration_seconds", "histogram", "Time to fork a sandbox N times, starts included.");
+                hist(b, "execbox_fork_duration_seconds", "", &m->fork_duration);
         }
         family(b, "execbox_exec_duration_seconds", "histogram", "Wall time of commands.");
         hist(b, "execbox_exec_duration_seconds", "", &m->exec_duration);

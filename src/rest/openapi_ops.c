@@ -176,10 +176,19 @@ const struct xb_op_def xb_op_defs[] = {
                              "{\"type\": [\"boolean\", \"null\"], \"description\": \"null: true.\"}",
                              "\"host\", \"path\"") "}, "
                   "\"metadata\": {\"type\": [\"object\", \"null\"], \"description\": \"Returned as is; at most 64 "
-                  "keys and 16 KiB.\"}, "
-                  "\"template\": {\"type\": [\"string\", \"null\"], \"description\": \"Only the host image exists; "
-                  "leave it out.\"}}" },
+                  "keys and 16 KiB.\"}}" },
         { .tool = "sandbox_list", .tag = "sandboxes" },
+        { .tool = "sandbox_snapshot", .tag = "templates", .errors = "409" },
+        { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409 429" },
+        { .method = "GET", .path = "/v1/templates", .id = "template_list", .tag = "templates",
+          .summary = "List templates: base and the snapshots you made.",
+          .reply = JSON_REPLY("The templates.", "{\"type\": \"object\", \"properties\": {\"templates\": "
+                              "{\"type\": \"array\", \"items\": " J_TEMPLATE "}}, \"required\": [\"templates\"]}") },
+        { .method = "GET", .path = "/v1/templates/{name}", .id = "get_template", .tag = "templates",
+          .summary = "Describe a template.", .reply = JSON_REPLY("The template.", J_TEMPLATE) },
+        { .method = "DELETE", .path = "/v1/templates/{name}", .id = "template_delete", .tag = "templates",
+          .summary = "Delete a template; refused (409) while a sandbox uses it.",
+          .reply = "{\"description\": \"Deleted.\"}" },
         { .method = "GET", .path = "/v1/sandboxes/{id}", .id = "get_sandbox", .tag = "sandboxes",
           .summary = "Describe a sandbox.", .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
         { .tool = "sandbox_delete", .tag = "sandboxes" },

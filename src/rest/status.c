@@ -31,6 +31,11 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_TOO_MANY_SANDBOXES] = { 429, "delete sandboxes you no longer need" },
         [XB_E_INVALID_MOUNT] = { 400, "mount only directories the operator allowed with --allow-mount" },
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },
+        [XB_E_TEMPLATE_NOT_FOUND] = { 404, "list templates with GET /v1/templates; make one with POST "
+                                           "/v1/sandboxes/{id}/snapshot" },
+        [XB_E_TEMPLATE_EXISTS] = { 409, "choose another name, or DELETE /v1/templates/{name} first" },
+        [XB_E_TEMPLATE_IN_USE] = { 409, "delete the sandboxes made from it (and their forks) first" },
+        [XB_E_LAYERS_UNSUPPORTED] = { 409, "the operator must run the server with --layers disk" },
         [XB_E_INVALID_METADATA] = { 400, "pass metadata as a flat object of strings" },
         [XB_E_METADATA_TOO_LARGE] = { 400, "keep metadata small; store data in files instead" },
         [XB_E_INVALID_NETWORK] = { 400, "send \"network\": \"none\", \"packages\", \"open\" or {\"mode\": "

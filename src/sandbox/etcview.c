@@ -19,6 +19,7 @@
 #include "sandbox/mountplan.h"
 
 #define STAMP ".execbox-stamp"
+#define STAMP_VERSION "v3"   /* what build() writes: bumped when it changes */
 #define CHECKED "etc.checked"   /* its mtime: when the view was last found current */
 #define RETIRED ".execbox-retired"  /* in a view: its mtime is when it stopped being current */
 
@@ -31,7 +32,7 @@ struct budget {
 static int
 fingerprint(unsigned user_uid, struct xb_buf *fp)
 {
-        int r = xb_buf_printf(fp, "v1 uid=%u\n", user_uid);
+        int r = xb_buf_printf(fp, STAMP_VERSION " uid=%u\n", user_uid);
 
         for (const char *const *e = xb_etc_allowlist; *e && !r; e++) {
                 struct stat st;
@@ -291,6 +292,19 @@ retire_others(int root, const char *current)
         }
 }
 
+/* The view was made by this version of the builder (another build of
+ * execbox on the machine may have made the current one). */
+static bool
+stamp_current(int root, const char *view)
+{
+        char path[128], head[8] = { 0 };
+        _cleanup_close_ int fd = -EBADF;
+
+        snprintf(path, sizeof(path), "%s/" STAMP, view);
+        fd = openat(root, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        return fd >= 0 && read(fd, head, 3) == 3 && !memcmp(head, STAMP_VERSION " ", 3);
+}
+
 int
 xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct xb_err *err)
 {
@@ -309,7 +323,7 @@ xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct x
                 ssize_t n = readlinkat(root, "etc", view, sizeof(view) - 1);
 
                 if (n > 4 && (view[n] = '\0', strncmp(view, "etc-", 4) == 0) && !strchr(view, '/') &&
-                    faccessat(root, view, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                    faccessat(root, view, F_OK, AT_SYMLINK_NOFOLLOW) == 0 && stamp_current(root, view))
                         goto done;
         }
         if (fingerprint(user_uid, &fp) < 0) {

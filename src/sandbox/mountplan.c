@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <unistd.h>
 
@@ -37,6 +38,11 @@ const char *const xb_etc_allowlist[] = {
         "bash.bashrc", "profile", "inputrc",
         /* what system this is */
         "os-release", "debian_version", "lsb-release",
+        /* packages: apt's and dpkg's configuration, so installs inside work
+         * like the host's; never apt's credentials (apt/auth.conf*) */
+        "apt/apt.conf.d", "apt/preferences.d", "apt/sources.list", "apt/sources.list.d", "apt/trusted.gpg",
+        "apt/trusted.gpg.d", "apt/keyrings", "dpkg", "debconf.conf", "shells", "login.defs", "adduser.conf",
+        "deluser.conf", "skel", "ucf.conf", "pip.conf", "npmrc",
         NULL,
 };
 
@@ -108,6 +114,14 @@ xb_mountplan_host(struct xb_mount_plan *p, const struct xb_image_opts *o, struct
         char opts[64];
         int r = 0;
 
+        if (o->layered) {
+                /* The root skeleton holds the merged-usr links and the dirs. */
+                r |= xb_mountplan_add(p, XB_MOP_OVERLAY, XB_MOPF_LAYER, "usr", NULL, o->layered->overlay_opts[0], 0, 0);
+                r |= xb_mountplan_add(p, XB_MOP_OVERLAY, XB_MOPF_LAYER, "etc", NULL, o->layered->overlay_opts[1], 0, 0);
+                r |= xb_mountplan_add(p, XB_MOP_OVERLAY, XB_MOPF_LAYER, "var/lib/dpkg", NULL,
+                                      o->layered->overlay_opts[2], 0, 0);
+                goto system;
+        }
         r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_RO, "usr", "/usr", NULL, 0, 0);
         for (size_t i = 0; i < ARRAY_SIZE(lib_links); i++) {
                 char target[32], src[32];
@@ -131,13 +145,15 @@ xb_mountplan_host(struct xb_mount_plan *p, const struct xb_image_opts *o, struct
         /* /etc: one read-only bind of the prepared view (etcview.h). */
         r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_RO, "etc", o->etc_dir, NULL, 0, 0);
 
-        r |= xb_mountplan_add(p, XB_MOP_PROC, 0, "proc", NULL, NULL, 0, 0555);
+system:
+        r |= xb_mountplan_add(p, XB_MOP_PROC, o->layered ? XB_MOPF_LAYER : 0, "proc", NULL, NULL, 0, 0555);
         for (const char *const *m = proc_masked; *m; m++)
                 r |= xb_mountplan_add(p, XB_MOP_MASK, 0, *m, NULL, NULL, 0, 0);
         for (const char *const *m = proc_readonly; *m; m++)
                 r |= xb_mountplan_add(p, XB_MOP_RO, 0, *m, NULL, NULL, 0, 0);
 
-        r |= xb_mountplan_add(p, XB_MOP_TMPFS, XB_MOPF_NOEXEC, "dev", NULL, NULL, 64 << 10, 0755);
+        r |= xb_mountplan_add(p, XB_MOP_TMPFS, XB_MOPF_NOEXEC | (o->layered ? XB_MOPF_LAYER : 0), "dev", NULL,
+                              NULL, 64 << 10, 0755);
         for (const char *const *d = dev_nodes; *d; d++) {
                 char src[32], dest[32];
 
@@ -155,17 +171,22 @@ xb_mountplan_host(struct xb_mount_plan *p, const struct xb_image_opts *o, struct
                               o->disk < (64u << 20) ? o->disk : (64u << 20), 01777);
         r |= xb_mountplan_add(p, XB_MOP_REMOUNT_RO, 0, "dev", NULL, NULL, 0, 0);
 
-        r |= xb_mountplan_add(p, XB_MOP_TMPFS, 0, "tmp", NULL, NULL, o->disk, 01777);
-        snprintf(opts, sizeof(opts), "uid=%u,gid=%u", o->user_uid, o->user_gid);
-        r |= xb_mountplan_add(p, XB_MOP_TMPFS, 0, "home/user", NULL, opts, o->disk, 0755);
-        r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "root", NULL, NULL, 0, 0700);
-        r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "var", NULL, NULL, 0, 0755);
-        r |= xb_mountplan_add(p, XB_MOP_SYMLINK, 0, "var/tmp", NULL, "../tmp", 0, 0);
+        /* /tmp is a tmpfs, cleared like a reboot's on a fork or a template;
+         * a layered root keeps /home/user in its layer. */
+        r |= xb_mountplan_add(p, XB_MOP_TMPFS, o->layered ? XB_MOPF_LAYER : 0, "tmp", NULL, NULL, o->disk, 01777);
+        if (!o->layered) {
+                snprintf(opts, sizeof(opts), "uid=%u,gid=%u", o->user_uid, o->user_gid);
+                r |= xb_mountplan_add(p, XB_MOP_TMPFS, 0, "home/user", NULL, opts, o->disk, 0755);
+                r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "root", NULL, NULL, 0, 0700);
+                r |= xb_mountplan_add(p, XB_MOP_DIR, 0, "var", NULL, NULL, 0, 0755);
+                r |= xb_mountplan_add(p, XB_MOP_SYMLINK, 0, "var/tmp", NULL, "../tmp", 0, 0);
+        }
 
         for (size_t i = 0; i < o->nbinds; i++) {
                 const struct xb_bind *b = &o->binds[i];
 
-                r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_USER | (b->rw ? 0 : XB_MOPF_RO),
+                r |= xb_mountplan_add(p, XB_MOP_BIND, XB_MOPF_USER | (b->rw ? 0 : XB_MOPF_RO) |
+                                                      (o->layered ? XB_MOPF_LAYER : 0),
                                       b->dest + 1, b->host, NULL, 0, 0);
         }
         if (r) {
@@ -348,6 +369,12 @@ do_bind(const struct xb_mop_step *s, const char *src_path, struct xb_err *err)
         r = S_ISDIR(st.st_mode) ? mkdir_p(s->dest, 0755, true) : make_entry(s->dest, make_mountpoint, NULL);
         if (r < 0)
                 return xb_err_set(err, -r, "create mount point /%s", s->dest);
+        /* Made by the daemon, nosuid, nodev and read-only as asked. */
+        if (s->flags & XB_MOPF_IDMAPPED) {
+                if (syscall(SYS_move_mount, s->src_fd, "", AT_FDCWD, s->dest, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return xb_err_set(err, errno, "mount %s on /%s", s->src, s->dest);
+                return 0;
+        }
         if (mount(src_path, s->dest, NULL, MS_BIND | MS_REC, NULL) < 0)
                 return xb_err_set(err, errno, "bind %s on /%s", s->src, s->dest);
         /* A device node keeps its mount's flags: nosuid and noexec mean
@@ -380,6 +407,39 @@ do_tmpfs(const struct xb_mop_step *s, unsigned long extra, struct xb_err *err)
         return 0;
 }
 
+/* A layered root is the sandbox's own, possibly from a parent it forked
+ * from: a symlink it left where we mount (/proc -> /somewhere) would move
+ * the mount. Every component of dest must be a real directory or file
+ * below the new root. No sandbox process runs yet, so it cannot change
+ * between this check and the mount. */
+static int
+check_beneath(const char *dest)
+{
+        /* Not O_NOFOLLOW: a symlink as the last component must fail too. */
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        int fd = (int)syscall(SYS_openat2, AT_FDCWD, dest, &how, sizeof(how));
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        close(fd);
+        return 0;
+}
+
+static int
+do_overlay(const struct xb_mop_step *s, struct xb_err *err)
+{
+        int r = mkdir_p(s->dest, 0755, true);
+
+        if (r < 0)
+                return xb_err_set(err, -r, "create mount point /%s", s->dest);
+        if ((r = check_beneath(s->dest)) < 0)
+                return xb_err_set(err, -r, "mount point /%s", s->dest);
+        if (mount("overlay", s->dest, "overlay", MS_NOSUID | MS_NODEV, s->data) < 0)
+                return xb_err_set(err, errno, "mount the layered /%s", s->dest);
+        return 0;
+}
+
 static int
 step(const struct xb_mop_step *s, int devnull_fd, struct xb_err *err)
 {
@@ -387,7 +447,16 @@ step(const struct xb_mop_step *s, int devnull_fd, struct xb_err *err)
         struct stat st;
         int r;
 
+        if ((s->flags & XB_MOPF_LAYER) && s->op != XB_MOP_OVERLAY) {
+                /* Create it first, so the check sees what the mount will use. */
+                if (s->op == XB_MOP_PROC || s->op == XB_MOP_TMPFS)
+                        mkdir_p(s->dest, 0755, true);
+                if ((r = check_beneath(s->dest)) < 0)
+                        return xb_err_msg(err, -r, "the sandbox's root has a symlink on the way to /%s", s->dest);
+        }
         switch (s->op) {
+        case XB_MOP_OVERLAY:
+                return do_overlay(s, err);
         case XB_MOP_BIND:
                 snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", s->src_fd);
                 return do_bind(s, fdpath, err);

@@ -28,6 +28,7 @@ enum xb_mop {
         XB_MOP_MASK,        /* hide dest if present: the host's /dev/null over files, empty ro tmpfs over dirs */
         XB_MOP_RO,          /* make dest (if present) a read-only mount */
         XB_MOP_REMOUNT_RO,  /* make the mount at dest read-only (after filling it) */
+        XB_MOP_OVERLAY,     /* overlayfs at dest: data = its options (lowerdir=...) */
 };
 
 #define XB_MOPF_RO 0x1u        /* read-only */
@@ -35,6 +36,8 @@ enum xb_mop {
 #define XB_MOPF_DEV 0x4u       /* a device node: the one place nodev is not set */
 #define XB_MOPF_NOEXEC 0x8u
 #define XB_MOPF_USER 0x10u     /* from the caller's binds: errors name it */
+#define XB_MOPF_LAYER 0x20u    /* dest is in the sandbox's own layered root: no symlinks on the way */
+#define XB_MOPF_IDMAPPED 0x40u /* src_fd is a detached id-mapped mount, its flags set: moved, not bound */
 
 struct xb_mop_step {
         enum xb_mop op;
@@ -66,8 +69,15 @@ struct xb_host_layout {
         bool has_lib32, has_libx32, has_lib64;
 };
 
+/* A layered root (layers.h): the overlays that replace the host image's
+ * read-only binds. Paths are the setup child's, before pivot_root. */
+struct xb_layered_opts {
+        const char *overlay_opts[4];   /* for /usr, /etc, /var/lib/dpkg (root: by the caller) */
+};
+
 struct xb_image_opts {
         uint64_t disk;         /* size of /tmp and of /home/user */
+        const struct xb_layered_opts *layered;   /* NULL: the tmpfs image */
         uint32_t user_uid, user_gid;   /* the workspace owner, inside ids */
         const char *etc_dir;   /* the prepared /etc view (etcview.h) */
         const struct xb_bind *binds;

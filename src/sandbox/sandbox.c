@@ -32,6 +32,7 @@
 #include "sandbox/landlock.h"
 #include "sandbox/runtime.h"
 #include "sandbox/etcview.h"
+#include "sandbox/sandbox_int.h"
 
 
 
@@ -63,6 +64,9 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if (!e)
                 return xb_err_set(err, ENOMEM, "engine");
         e->init_fd = e->runtime_fd = -1;
+        e->mount_owner_set = o->mount_owner_set;
+        e->mount_uid = o->mount_uid;
+        e->mount_gid = o->mount_gid;
         if (geteuid() != 0) {
                 free(e);
                 return xb_err_msg(err, EPERM, "execbox needs root to create sandboxes "
@@ -77,6 +81,23 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if ((r = xb_etcview_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, XB_USER_UID,
                                     &e->etc_dir, err)) < 0)
                 goto fail;
+        if (o->layers != XB_LAYERS_NONE &&
+            (r = xb_layers_base_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, &e->layout, XB_USER_UID,
+                                        &e->base_root, err)) < 0)
+                goto fail;
+        if (o->layers != XB_LAYERS_NONE &&
+            (r = xb_layers_dpkg_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, &e->dpkg_fix, err)) < 0)
+                goto fail;
+        if (o->layers == XB_LAYERS_DISK) {
+                struct xb_err serr = { 0 };
+
+                /* No btrfs here (no module, no loop devices in a container,
+                 * no mkfs.btrfs): memory layers, and the caller says why. */
+                if (xb_store_open(o->state_dir ? o->state_dir : "/var/lib/execbox",
+                                  o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR,
+                                  o->store_size ? o->store_size : XB_STORE_SIZE_DEFAULT, &e->store, &serr) < 0)
+                        snprintf(e->store_error, sizeof(e->store_error), "%s", serr.msg);
+        }
         if ((r = xb_cgroup_sys_open(o->cgroup_mode, o->cgroup_parent ? o->cgroup_parent : "execbox",
                                     &e->cgroups, err)) < 0)
                 goto fail;
@@ -142,6 +163,9 @@ xb_engine_close(struct xb_engine *e)
         if (e->runtime_fd >= 0)
                 close(e->runtime_fd);
         free(e->etc_dir);
+        free(e->base_root);
+        free(e->dpkg_fix);
+        xb_store_close(e->store);
         xb_cgroup_sys_close(e->cgroups);
         xb_uidpool_close(&e->uids);
         for (size_t i = 0; i < e->nallow; i++)
@@ -161,6 +185,7 @@ struct child_args {
         const struct xb_sandbox_config *cfg;
         const struct xb_bind *binds;  /* resolved */
         size_t nbinds;
+        const char *root_opts;        /* the root overlay's options; NULL: tmpfs image */
 };
 
 static int
@@ -261,6 +286,13 @@ confine(const struct child_args *a, struct xb_err *err)
         size_t n = 3;
         int r;
 
+        /* A layered root is the sandbox's own layer, writable throughout;
+         * /proc and /dev keep their read-only mounts. */
+        if (a->root_opts) {
+                paths[0] = (struct xb_landlock_path){ "/", 1 };
+                n = 1;
+        }
+
         for (size_t i = 0; i < a->nbinds && n < ARRAY_SIZE(paths); i++)
                 if (a->binds[i].rw)
                         paths[n++] = (struct xb_landlock_path){ a->binds[i].dest, 1 };
@@ -289,6 +321,40 @@ first_main(void *arg)
         _exit(127);
 }
 
+/* With a layered root the caller's binds come id-mapped from the daemon
+ * (XB_SETUP_BINDS), in plan order: they replace the sources we opened. */
+static int
+take_binds(const struct child_args *a, struct xb_err *err)
+{
+        struct xb_mount_plan *plan = (struct xb_mount_plan *)a->plan;
+        size_t step = 0;
+
+        for (size_t got = 0; got < a->nbinds;) {
+                uint8_t buf[64];
+                int fds[XB_MSG_MAXFDS];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(a->sock, buf, sizeof(buf), fds, &nfds, false);
+                struct xb_msgr m;
+
+                if (n <= 0 || xb_msgr_init(&m, buf, (size_t)n) < 0 || m.type != XB_SETUP_BINDS || !nfds ||
+                    got + nfds > a->nbinds)
+                        return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+                for (size_t i = 0; i < nfds; i++, got++) {
+                        while (step < plan->n && !(plan->steps[step].flags & XB_MOPF_USER))
+                                step++;
+                        if (step == plan->n)
+                                return xb_err_msg(err, EPROTO, "more mounts than the plan has");
+                        if (plan->steps[step].src_fd >= 0)
+                                close(plan->steps[step].src_fd);
+                        plan->steps[step].src_fd = fds[i];
+                        plan->steps[step].flags |= XB_MOPF_IDMAPPED;
+                        plan->steps[step].skip = false;
+                        step++;
+                }
+        }
+        return 0;
+}
+
 static int
 child_setup(const struct child_args *a, struct xb_err *err)
 {
@@ -296,6 +362,7 @@ child_setup(const struct child_args *a, struct xb_err *err)
         char first[64];
         size_t argc = 1;
         int r, devnull, imgfd;
+        int layer_fds[XB_MSG_MAXFDS];
 
         /* The network namespace is built here, while the daemon makes our v1
          * cgroups and writes our id maps: it is the costliest namespace to
@@ -309,6 +376,18 @@ child_setup(const struct child_args *a, struct xb_err *err)
          * the root-only runtime directory needs. */
         if ((r = xb_mountplan_open_sources((struct xb_mount_plan *)a->plan, err)) < 0)
                 return r;
+        if (a->root_opts) {
+                uint8_t buf[64];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(a->sock, buf, sizeof(buf), layer_fds, &nfds, false);
+                struct xb_msgr m;
+
+                if (n <= 0 || xb_msgr_init(&m, buf, (size_t)n) < 0 || m.type != XB_SETUP_LAYERS ||
+                    nfds != XB_LAYER_NFDS)
+                        return xb_err_msg(err, EPIPE, "the daemon went away during setup");
+                if ((r = take_binds(a, err)) < 0)
+                        return r;
+        }
         {
                 uint8_t buf[64];
                 int fds[XB_MSG_MAXFDS];
@@ -335,12 +414,22 @@ child_setup(const struct child_args *a, struct xb_err *err)
                 return xb_err_set(err, errno, "unshare the cgroup namespace");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return xb_err_set(err, errno, "make mounts private");
-        /* The new root is a tmpfs over /tmp, seen only in this mount namespace;
-         * every source was opened before, so nothing under /tmp is needed. */
-        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
-                return xb_err_set(err, errno, "mount the root tmpfs");
-        if (chdir("/tmp") < 0)
-                return xb_err_set(err, errno, "enter the new root");
+        if (a->root_opts) {
+                r = xb_layers_enter(a->cfg->root, layer_fds, a->cfg->limits.disk, a->root_opts, err);
+                for (size_t i = 0; i < XB_LAYER_NFDS; i++)
+                        if (layer_fds[i] >= 0)
+                                close(layer_fds[i]);
+                if (r < 0)
+                        return r;
+        } else {
+                /* The new root is a tmpfs over /tmp, seen only in this mount
+                 * namespace; every source was opened before, so nothing under
+                 * /tmp is needed. */
+                if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096") < 0)
+                        return xb_err_set(err, errno, "mount the root tmpfs");
+                if (chdir("/tmp") < 0)
+                        return xb_err_set(err, errno, "enter the new root");
+        }
         if ((r = xb_mountplan_execute(a->plan, err)) < 0)
                 return r;
         if (syscall(SYS_pivot_root, ".", ".") < 0)
@@ -348,7 +437,8 @@ child_setup(const struct child_args *a, struct xb_err *err)
         /* The old root is now stacked on the new one: detach it. */
         if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
                 return xb_err_set(err, errno, "detach the old root");
-        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        if (!a->root_opts &&
+            mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
                 return xb_err_set(err, errno, "make the root read-only");
         if (sethostname("sandbox", 7) < 0)
                 return xb_err_set(err, errno, "sethostname");
@@ -489,6 +579,8 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         int sv[2], pidfd = -1, r;
         bool have_slot = false;
         pid_t pid;
+        struct xb_layered_opts layered = { 0 };
+        char *opts[XB_LAYER_PARTS] = { 0 };
 
         if (!sb)
                 return xb_err_set(err, ENOMEM, "sandbox");
@@ -526,6 +618,11 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 .disk = cfg->limits.disk, .user_uid = XB_USER_UID, .user_gid = XB_USER_UID,
                 .etc_dir = e->etc_dir, .binds = binds, .nbinds = cfg->nbinds, .layout = e->layout,
         };
+        if (cfg->root) {
+                if ((r = xb__layered_prepare(sb, cfg, opts, &layered, err)) < 0)
+                        goto fail;
+                img.layered = &layered;
+        }
         if ((r = xb_mountplan_host(&plan, &img, err)) < 0)
                 goto fail;
 
@@ -579,7 +676,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         if (pid == 0) {
                 struct child_args a = { .sock = child_sock, .net_sock = child_net, .init_fd = e->init_fd, .plan = &plan,
                                         .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
-                                        .nbinds = cfg->nbinds };
+                                        .nbinds = cfg->nbinds, .root_opts = opts[0] };
 
                 close(sock);
                 if (net_sock >= 0)
@@ -595,8 +692,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         sb->pidfd = pidfd;
         sb->sock = TAKE_FD(sock);
         xb_mountplan_free(&plan);
-        free_binds(binds, cfg->nbinds);
-        binds = NULL;
+        xb__free_opts(opts);
 
         if ((r = xb_cgroup_complete(sb->cg, err)) < 0 || (r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
                 goto fail_child;
@@ -605,6 +701,10 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
                 xb_err_set(err, -r, "write the sandbox's id map");
                 goto fail_child;
         }
+        if (cfg->root && ((r = xb__send_layers(sb, cfg, err)) < 0 || (r = xb__send_binds(sb, cfg, binds, err)) < 0))
+                goto fail_child;
+        free_binds(binds, cfg->nbinds);
+        binds = NULL;
         {
                 uint8_t buf[16];
                 struct xb_msgw w;
@@ -638,12 +738,16 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
 
 fail_child:
         xb_cgroup_join_close(&join);
+        free_binds(binds, cfg->nbinds);
         xb_sandbox_destroy(TAKE_PTR(sb));
         return r;
 fail:
         xb_cgroup_join_close(&join);
         xb_mountplan_free(&plan);
         free_binds(binds, cfg->nbinds);
+        xb__free_opts(opts);
+        if (sb->has_layer)
+                xb_store_delete(e->store, "sbx", sb->id, NULL);
         xb_cgroup_destroy(sb->cg);
         if (have_slot)
                 xb_uidpool_release(&e->uids, sb->uid_slot);
@@ -705,6 +809,14 @@ xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen)
 }
 
 int
+xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on)
+{
+        if (!sb->has_layer || !sb->disk)
+                return -ENOENT;
+        return xb_store_limit(sb->eng->store, sb->id, on ? sb->disk + XB_STORE_SLACK : sb->disk);
+}
+
+int
 xb_sandbox_destroy(struct xb_sandbox *sb)
 {
         int r = 0;
@@ -723,6 +835,9 @@ xb_sandbox_destroy(struct xb_sandbox *sb)
                 close(sb->pidfd);
         r = xb_cgroup_destroy(sb->cg);
         xb_uidpool_release(&sb->eng->uids, sb->uid_slot);
+        /* Init is reaped, so no mount of its namespace holds the layer. */
+        if (sb->has_layer)
+                xb_store_delete(sb->eng->store, "sbx", sb->id, NULL);
         free(sb);
         return r;
 }

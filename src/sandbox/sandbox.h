@@ -24,13 +24,17 @@
 #include "base/err.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/execspec.h"
+#include "sandbox/layers.h"
 #include "sandbox/limits.h"
 #include "sandbox/mountplan.h"
 #include "sandbox/seccomp.h"
+#include "sandbox/store.h"
 #include "sandbox/uidpool.h"
 
 #define XB_SANDBOX_ID_LEN 26          /* 128 random bits in base32 */
 #define XB_USER_UID 1000u             /* "user", who owns /home/user */
+
+enum xb_layers_mode { XB_LAYERS_NONE, XB_LAYERS_DISK, XB_LAYERS_MEMORY };
 
 struct xb_engine_opts {
         enum xb_cgroup_mode cgroup_mode;
@@ -38,6 +42,15 @@ struct xb_engine_opts {
         const char *runtime_dir;      /* default XB_RUNTIME_DIR */
         const char *const *allow_mounts;  /* resolved host dirs callers may bind */
         size_t nallow;
+        /* Layered roots: XB_LAYERS_NONE keeps the tmpfs image; DISK opens
+         * the btrfs store of state_dir (an image of store_size bytes). */
+        int layers;                   /* enum xb_layers_mode */
+        const char *state_dir;
+        uint64_t store_size;
+        /* Who files in a workspace (the caller's binds, id-mapped with a
+         * layered root) belong to on the host; unset: the directory's owner. */
+        bool mount_owner_set;
+        uint32_t mount_uid, mount_gid;
 };
 
 /* What every sandbox of one process shares: built once. */
@@ -49,6 +62,12 @@ struct xb_engine {
         int runtime_fd;               /* XB_RUNTIME_DIR */
         int init_fd;                  /* the init image, for execveat */
         char *etc_dir;                /* the prepared /etc view */
+        char *base_root;              /* the base root skeleton (layers.h); NULL: no layers */
+        char *dpkg_fix;               /* the layer over host /var/lib/dpkg (layers.h) */
+        struct xb_store *store;       /* the disk layers; NULL: none */
+        char store_error[256];        /* why there is no store although asked for (memory layers instead) */
+        bool mount_owner_set;         /* xb_engine_opts */
+        uint32_t mount_uid, mount_gid;
         char **allow;
         size_t nallow;
 };
@@ -67,6 +86,11 @@ struct xb_sandbox_config {
         /* Bind the egress sockets inside (xb_sandbox_take_net): the daemon's
          * proxy and DNS, which processes reach on loopback. */
         bool network;
+        /* A layered root (the engine must have layers); NULL: the tmpfs image. */
+        const struct xb_root_spec *root;
+        /* With a layered root, binds are id-mapped: this inside uid (the
+         * sandbox's default user) acts as each directory's owner. */
+        uint32_t bind_uid;
 };
 
 struct xb_sandbox {
@@ -80,6 +104,8 @@ struct xb_sandbox {
         uid_t host_uid_base;
         bool reaped;
         int net_sock;                 /* the setup child sends the egress sockets here; -1: none */
+        bool has_layer;               /* the store's sbx/<id> is ours: deleted with us */
+        uint64_t disk;                /* its layer's limit */
 };
 
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
@@ -115,6 +141,11 @@ int xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen);
 /* Kill, reap, remove the cgroup, free the uid range and sb. -EBUSY if the
  * cgroup could not be removed (logged by callers; nothing else leaks). */
 int xb_sandbox_destroy(struct xb_sandbox *sb);
+
+/* Lift the disk limit of the sandbox's layer by a little (on) or put it
+ * back (off), for the daemon's own clean-up at the limit; -ENOENT without
+ * a disk layer. */
+int xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on);
 
 /* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */
 int xb_random_id(char *id, size_t len);

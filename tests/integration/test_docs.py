@@ -36,6 +36,8 @@ TOOLS = {
     "sandbox_network": set(),
     "sandbox_list": set(),
     "sandbox_delete": {"sandbox_id"},
+    "sandbox_snapshot": {"name"},
+    "sandbox_fork": set(),
     "run_command": {"cmd"},
     "run_code": {"language", "code"},
     "read_file": {"path"},

@@ -241,6 +241,11 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("sandbox_network", "bad_mode", {"sandbox_id": created, "mode": "everything"}, "error")
     m.call("sandbox_network", "bad_rule", {"sandbox_id": created, "mode": "allowlist", "allow": ["10.0.0.0/99"]},
            "error")
+    m.call("sandbox_snapshot", "ok", {"sandbox_id": created, "name": "golden-snap"}, "ok",
+           volatile={"layers", "parent", "created_at_ms"})
+    m.call("sandbox_snapshot", "bad_name", {"sandbox_id": created, "name": "../x"}, "error")
+    m.call("sandbox_fork", "ok", {"sandbox_id": created, "count": 1}, "ok", volatile={"sandboxes", "parent"})
+    m.call("sandbox_fork", "too_many", {"sandbox_id": created, "count": 1000}, "error")
     m.call("sandbox_delete", "ok", {"sandbox_id": created}, "ok")
     m.call("sandbox_delete", "again", {"sandbox_id": created}, "error")
     m.call("sandbox_delete", "unknown", {"sandbox_id": NO_SANDBOX}, "error")

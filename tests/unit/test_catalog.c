@@ -134,6 +134,8 @@ static const struct {
         { "sandbox_network", "" },
         { "sandbox_list", "" },
         { "sandbox_delete", "sandbox_id" },
+        { "sandbox_snapshot", "name" },
+        { "sandbox_fork", "" },
         { "run_command", "cmd" },
         { "run_code", "language code" },
         { "read_file", "path" },
@@ -391,7 +393,7 @@ Test(catalog, tools_name_operations)
         static const char *const ops[] = {
                 "sandbox_create", "sandbox_network", "sandbox_list", "sandbox_delete", "run_command", "process_start",
                 "process_read", "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
-                "sandbox_ports",
+                "sandbox_ports", "sandbox_snapshot", "sandbox_fork",
                 NULL,
         };
 
