@@ -31,7 +31,7 @@ enum {
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE,
         O_ORIGIN, O_PUBLIC_URL,
-        O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
+        O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX, O_PAUSED_TTL, O_MAX_LIFETIME,
 };
 
 /* How an option may be given besides its flag. */
@@ -74,6 +74,8 @@ static const struct {
         { { "access-log", required_argument, NULL, O_ACCESS_LOG }, SERVE },
         { { "audit-keep", required_argument, NULL, O_AUDIT_KEEP }, SERVE },
         { { "audit-max", required_argument, NULL, O_AUDIT_MAX }, SERVE },
+        { { "paused-ttl", required_argument, NULL, O_PAUSED_TTL }, SERVE },
+        { { "max-lifetime", required_argument, NULL, O_MAX_LIFETIME }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
@@ -99,6 +101,8 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         xb_limits_default(&o->defaults);
         o->audit_keep_ms = XB_AUDIT_KEEP_DEFAULT_MS;
         o->audit_max = XB_AUDIT_MAX_DEFAULT;
+        o->paused_ttl_ms = XB_PAUSED_TTL_DEFAULT_MS;
+        o->max_lifetime_ms = XB_LIFETIME_MAX_DEFAULT_MS;
         o->defaults.wall_ms = 0;
         if (cmd == XB_CMD_SERVE) {
                 o->listen = "127.0.0.1:8000";
@@ -234,6 +238,15 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 o->access_log = !strcmp(arg, "on");
                 break;
         case O_AUDIT_KEEP: r = parse_seconds(arg, &o->audit_keep_ms, err); break;
+        case O_PAUSED_TTL:
+        case O_MAX_LIFETIME: {
+                uint64_t *ms = opt == O_PAUSED_TTL ? &o->paused_ttl_ms : &o->max_lifetime_ms;
+
+                r = parse_seconds(arg, ms, err);
+                if (!r && *ms < 1000)
+                        r = xb_err_msg(err, ERANGE, "at least a second");
+                break;
+        }
         case O_AUDIT_MAX:
                 r = xb_parse_u64(arg, &v, err);
                 if (!r && (v < 1 || v > 1000000))

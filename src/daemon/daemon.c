@@ -215,7 +215,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .upload_max = s->o.upload_max,
-                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
+                                    .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max,
+                                    .paused_ttl_ms = s->o.paused_ttl_ms, .max_lifetime_ms = s->o.max_lifetime_ms };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
                 goto fail;

@@ -36,6 +36,8 @@ struct xb_server_opts {
         bool access_log;              /* one line per HTTP request on stderr */
         uint64_t audit_keep_ms;       /* a deleted sandbox's audit log stays readable this long */
         unsigned audit_max;           /* events kept per sandbox (and at most XB_AUDIT_BYTES) */
+        uint64_t paused_ttl_ms;       /* --paused-ttl: default and most of a sandbox's paused_ttl_s */
+        uint64_t max_lifetime_ms;     /* --max-lifetime: default and most of its max_lifetime_s */
 };
 
 struct xb_server {

@@ -10,9 +10,12 @@ struct xb_core;
 struct xb_sbx;
 struct xb_proc;
 
-/* The tenant's sandbox named by args "id"; NULL after failing c with
- * XB_E_SANDBOX_NOT_FOUND. */
+/* The tenant's sandbox named by args "id", to use (xb_sbx_use: an
+ * auto-paused one resumes); NULL after failing c with
+ * XB_E_SANDBOX_NOT_FOUND or XB_E_SANDBOX_PAUSED. */
 struct xb_sbx *xb_op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *c);
+/* The same, as it is: for describing, deleting, pausing and resuming. */
+struct xb_sbx *xb_op_sandbox_any(struct xb_core *core, int tenant, json_t *args, struct xb_call *c);
 /* The process named by args "pid" (a number, or its decimal string) in
  * the sandbox named by "id"; NULL after failing c (XB_E_SANDBOX_NOT_FOUND
  * or XB_E_PROCESS_NOT_FOUND). */

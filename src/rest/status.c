@@ -23,6 +23,7 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_SANDBOX_EXPIRED] = { 410, "create a new sandbox",
                                    "; extend it with POST /v1/sandboxes/{id}/keepalive" },
         [XB_E_SANDBOX_BUSY] = { 503, "retry in a moment" },
+        [XB_E_SANDBOX_PAUSED] = { 409, "the sandbox is paused: resume it first with POST /v1/sandboxes/{id}/resume" },
         [XB_E_SANDBOX_FAILED] = { 500, "retry; if it persists, check the server log" },
         [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry" },
         [XB_E_TOO_MANY_SANDBOXES] = { 429, "delete sandboxes you no longer need" },

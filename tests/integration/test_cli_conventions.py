@@ -307,7 +307,7 @@ NAMES = {
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
               "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "public-url", "require-guide",
-              "conformance-fixtures", "cgroup", "quiet", "verbose", "help"],
+              "conformance-fixtures", "cgroup", "quiet", "verbose", "paused-ttl", "max-lifetime", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
             "cgroup", "verbose", "help"],
 }
