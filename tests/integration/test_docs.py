@@ -35,6 +35,8 @@ TOOLS = {
     "sandbox_create": set(),
     "sandbox_list": set(),
     "sandbox_delete": {"sandbox_id"},
+    "sandbox_pause": set(),
+    "sandbox_resume": set(),
     "run_command": {"cmd"},
     "run_code": {"language", "code"},
     "read_file": {"path"},

@@ -135,7 +135,7 @@ def mcp(server):
 def test_initialize_lists_the_tools(mcp):
     tools = mcp.request("tools/list")["result"]["tools"]
     names = [t["name"] for t in tools]
-    assert len(names) == 14 and "run_command" in names and "get_guide" in names, names
+    assert len(names) == 16 and "run_command" in names and "get_guide" in names, names
     assert all(re.fullmatch(r"[A-Za-z0-9_./-]{1,64}", n) for n in names)
     assert mcp.request("ping")["result"] == {}
     assert mcp.request("logging/setLevel", {"level": "debug"})["result"] == {}

@@ -133,6 +133,8 @@ static const struct {
         { "sandbox_create", "" },
         { "sandbox_list", "" },
         { "sandbox_delete", "sandbox_id" },
+        { "sandbox_pause", "" },
+        { "sandbox_resume", "" },
         { "run_command", "cmd" },
         { "run_code", "language code" },
         { "read_file", "path" },
@@ -388,7 +390,8 @@ Test(catalog, tools_name_operations)
 {
         static const char *const ops[] = {
                 "sandbox_create", "sandbox_list", "sandbox_delete", "run_command", "process_start", "process_read",
-                "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code", NULL,
+                "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
+                "sandbox_pause", "sandbox_resume", NULL,
         };
 
         for (size_t i = 0; i < xb_catalog_count(); i++) {
