@@ -18,7 +18,9 @@
  *     .../sessions {"language":"python"}, POST .../run 1+1) against a
  *     server with --pool 2 --pool-python, whose pooled sandboxes each hold a
  *     pre-started Python session with numpy, pandas and matplotlib imported;
- *     and the same with no pool, for scale.
+ *     and the same with no pool, for scale;
+ *  7. the pause + resume round trip (POST .../pause, POST .../resume) of a
+ *     sandbox whose process holds 1 GiB, beside an idle one's.
  *
  * The client is a small HTTP/1.1 implementation on raw sockets
  * (bench/server/client.c): keep-alive, Content-Length and chunked bodies,
@@ -66,5 +68,7 @@ main(int argc, char **argv)
                 bench_python_cell(argv[1], env_int("BENCH_CELLS", 500, 10));
         if (!only || strchr(only, '6'))
                 bench_python_first(argv[1], env_int("BENCH_PY_ROUNDS", 30, 5), env_int("BENCH_PY_PAUSE_MS", 1500, 0));
+        if (!only || strchr(only, '7'))
+                bench_pause(argv[1], env_int("BENCH_PAUSE_ROUNDS", 200, 10));
         return 0;
 }

@@ -2,7 +2,7 @@
  * order) and, here in bench/server/, client.c (the HTTP/1.1 client and
  * the REST calls every part makes), util.c (timing, tables, peers, the
  * server under test), mcp.c (an MCP session over Streamable HTTP) and one
- * file per group of parts: exec.c (1-3), memory.c (4), python.c (5-6).
+ * file per group of parts: exec.c (1-3), memory.c (4), python.c (5-6), pause.c (7).
  * Every failure is fatal (die). */
 #pragma once
 #include <stdbool.h>
@@ -111,3 +111,4 @@ void bench_throughput(const char *execbox, double seconds);
 void bench_memory(const char *execbox, int n);
 void bench_python_cell(const char *execbox, int n);
 void bench_python_first(const char *execbox, int rounds, int pause_ms);
+void bench_pause(const char *execbox, int rounds);
