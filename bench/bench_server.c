@@ -27,6 +27,8 @@
  *  9. layered roots: create + first exec with --layers disk against
  *     --layers none (no pool, interleaved), and snapshot and fork of a
  *     sandbox that wrote 200 MB.
+ * 10. the pause + resume round trip (POST .../pause, POST .../resume) of a
+ *     sandbox whose process holds 1 GiB, beside an idle one's.
  *
  * The client is a small HTTP/1.1 implementation on raw sockets
  * (bench/server/client.c): keep-alive, Content-Length and chunked bodies,
@@ -81,5 +83,7 @@ main(int argc, char **argv)
                 bench_fair_cpu(argv[1], env_int("BENCH_FAIR_ROUNDS", 200, 10));
         if (!only || strchr(only, '9'))
                 bench_layers(argv[1], env_int("BENCH_LAYER_ROUNDS", 50, 5));
+        if (!only || strchr(only, 'a'))
+                bench_pause(argv[1], env_int("BENCH_PAUSE_ROUNDS", 200, 10));
         return 0;
 }

@@ -3,7 +3,7 @@
  * the REST calls every part makes), util.c (timing, tables, peers, the
  * server under test), mcp.c (an MCP session over Streamable HTTP) and one
  * file per group of parts: exec.c (1-3), memory.c (4), python.c (5-6),
- * ports.c (7).
+ * ports.c (7), fair.c (8), layers.c (9), pause.c (10, BENCH_ONLY=a).
  * Every failure is fatal (die). */
 #pragma once
 #include <stdbool.h>
@@ -115,3 +115,4 @@ void bench_python_first(const char *execbox, int rounds, int pause_ms);
 void bench_ports(const char *execbox, int rounds);
 void bench_fair_cpu(const char *execbox, int rounds);
 void bench_layers(const char *execbox, int rounds);
+void bench_pause(const char *execbox, int rounds);

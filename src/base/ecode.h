@@ -19,6 +19,7 @@
         X(SANDBOX_EXPIRED, "sandbox_gone")   /* lease ran out */      \
         X(SANDBOX_ENDED, "sandbox_gone")     /* a tombstone: ended before this request */ \
         X(SANDBOX_BUSY, "sandbox_busy")                               \
+        X(SANDBOX_PAUSED, "paused")          /* 409: resume it first */ \
         X(SANDBOX_FAILED, "sandbox_failed")                           \
         X(SANDBOX_UNAVAILABLE, "sandbox_failed")   /* 503: retry */   \
         X(TOO_MANY_SANDBOXES, "too_many_sandboxes")                   \

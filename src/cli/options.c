@@ -34,6 +34,7 @@ enum {
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
         O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER,
+        O_PAUSED_TTL, O_MAX_LIFETIME,
 };
 
 /* How an option may be given besides its flag. */
@@ -89,6 +90,8 @@ static const struct {
         { { "dns-server", required_argument, NULL, O_DNS_SERVER }, SERVE },
         { { "network-connections", required_argument, NULL, O_NET_CONNS }, SERVE },
         { { "network-rate", required_argument, NULL, O_NET_RATE }, SERVE },
+        { { "paused-ttl", required_argument, NULL, O_PAUSED_TTL }, SERVE },
+        { { "max-lifetime", required_argument, NULL, O_MAX_LIFETIME }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
@@ -115,6 +118,8 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         xb_limits_default(&o->defaults);
         o->audit_keep_ms = XB_AUDIT_KEEP_DEFAULT_MS;
         o->audit_max = XB_AUDIT_MAX_DEFAULT;
+        o->paused_ttl_ms = XB_PAUSED_TTL_DEFAULT_MS;
+        o->max_lifetime_ms = XB_LIFETIME_MAX_DEFAULT_MS;
         o->defaults.wall_ms = 0;
         o->network_max = XB_NET_OPEN;
         o->network_deny = a->net_deny;
@@ -313,6 +318,15 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 o->access_log = !strcmp(arg, "on");
                 break;
         case O_AUDIT_KEEP: r = parse_seconds(arg, &o->audit_keep_ms, err); break;
+        case O_PAUSED_TTL:
+        case O_MAX_LIFETIME: {
+                uint64_t *ms = opt == O_PAUSED_TTL ? &o->paused_ttl_ms : &o->max_lifetime_ms;
+
+                r = parse_seconds(arg, ms, err);
+                if (!r && *ms < 1000)
+                        r = xb_err_msg(err, ERANGE, "at least a second");
+                break;
+        }
         case O_AUDIT_MAX:
                 r = xb_parse_u64(arg, &v, err);
                 if (!r && (v < 1 || v > 1000000))

@@ -31,6 +31,9 @@
 #define XB_POOL_REFILL_DELAY_MS 50
 #define XB_TTL_DEFAULT_MS (15u * 60 * 1000)
 #define XB_TTL_MAX_MS (7ull * 24 * 3600 * 1000)
+#define XB_PAUSED_TTL_DEFAULT_MS (24ull * 3600 * 1000)
+#define XB_LIFETIME_MAX_DEFAULT_MS (7ull * 24 * 3600 * 1000)
+#define XB_ACTIVE_POLL_MS 1000        /* how often a busy sandbox's idle clock is held */
 #define XB_AUDIT_KEEP_DEFAULT_MS (10u * 60 * 1000)
 #define XB_AUDIT_MAX_DEFAULT 10000
 
@@ -61,6 +64,8 @@ struct xb_core_opts {
         uint64_t store_size;
         bool mount_owner_set;         /* workspaces' owner on the host (sandbox.h) */
         uint32_t mount_uid, mount_gid;
+        uint64_t paused_ttl_ms;       /* --paused-ttl: default and ceiling of paused_ttl_s; 0: the built-in */
+        uint64_t max_lifetime_ms;     /* --max-lifetime: default and ceiling of max_lifetime_s; 0: the built-in */
 };
 
 /* What is remembered of an ended sandbox (tombs.c). */
@@ -83,6 +88,7 @@ struct xb_core {
         struct xb_sbx *pool;          /* ready, unclaimed sandboxes (linked by next) */
         unsigned npool, pool_starting;
         unsigned ndying;              /* killed, not yet reaped */
+        unsigned npaused;             /* registered sandboxes that are frozen */
         struct xb_timer pool_timer;
         bool stopping;
         uint64_t started_ms;
@@ -135,6 +141,8 @@ struct xb_sbx {
         int tenant;
         bool pooled;                  /* in core->pool, not yet claimed */
         bool paused;                  /* its cgroup is frozen (pause.c) */
+        bool pause_auto;              /* and the next use resumes it (else: 409 paused) */
+        bool auto_pause;              /* at its idle TTL it pauses instead of ending */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         uint32_t uid;                 /* commands' default user inside: 0 or XB_USER_UID */
@@ -142,7 +150,9 @@ struct xb_sbx {
         struct xb_template *tmpl;     /* the template it holds a reference on, or NULL */
         char **env;                   /* sandbox-wide "K=V" set at creation */
         json_t *metadata;
-        uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic */
+        uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic; expires_ms: the idle clock's end */
+        uint64_t paused_ttl_ms, paused_until_ms;   /* how long it may stay paused, and till when */
+        uint64_t max_lifetime_ms;                  /* from created_ms, whatever it does */
         uint64_t created_unix_ms;                  /* for clients */
         uint64_t start_t0_us;         /* create began, until init is ready (metrics) */
         bool start_hit;               /* it came from the pool */
@@ -194,7 +204,12 @@ const struct xb_tomb *xb_tomb_find(const struct xb_core *s, const char *id, int 
 int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
 
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
+/* Look a sandbox up, as it is (a paused one stays paused). */
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
+/* Look a sandbox up to use it: one paused by auto_pause (or an idle
+ * client) is resumed; one a client paused fails XB_E_SANDBOX_PAUSED, and a
+ * missing one XB_E_SANDBOX_NOT_FOUND. */
+struct xb_sbx *xb_sbx_use(struct xb_core *s, const char *id, int tenant, struct xb_err *err);
 /* Create (from the pool when it fits) and register; err says why not. */
 int xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
                   size_t nbinds, char **env, json_t *metadata, uint64_t ttl_ms, struct xb_sbx **ret,
@@ -203,7 +218,21 @@ int xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, cons
 int xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, const struct xb_bind *binds,
                        size_t nbinds, const struct xb_root_spec *root, char **env, json_t *metadata,
                        uint64_t ttl_ms, struct xb_sbx **ret, struct xb_err *err);
+
+/* Restart the idle clock, with a new idle TTL unless ttl_ms is 0. The
+ * lifetime rules (lifetime.c): the idle clock runs while nothing happens
+ * in the sandbox (no client waiting, no background process running, no
+ * session cell running); at its end the sandbox ends, or pauses when
+ * auto_pause. A paused sandbox's idle clock stops and paused_ttl_ms runs
+ * instead. max_lifetime_ms from creation ends it whatever it does. */
 void xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms);
+/* Re-arm the expiry timer after a rule's input changed (a pause, a resume). */
+void xb_sbx_arm(struct xb_sbx *x);
+/* Whether work runs in x that keeps its idle clock from running. */
+bool xb_sbx_active(const struct xb_sbx *x);
+/* When x ends if nothing changes, in ms from now, and by which rule:
+ * "idle", "paused_ttl" or "max_lifetime". */
+uint64_t xb_sbx_expires_in(const struct xb_sbx *x, const char **why);
 /* Kill everything and unregister, for end and why (neutral words, or NULL);
  * the memory goes when the last ref does. A second call does nothing. */
 void xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why);
@@ -214,10 +243,15 @@ int xb_sbx_gone(const struct xb_sbx *x, const char *why, const char *dflt, struc
 void xb_sbx_ref(struct xb_sbx *x);
 void xb_sbx_unref(struct xb_sbx *x);
 json_t *xb_sbx_json(const struct xb_sbx *x);
-/* Freeze an idle running sandbox (-EBUSY when someone waits on it), and
- * thaw it; finding or deleting it resumes it (pause.c). */
-int xb_sbx_pause(struct xb_sbx *x, struct xb_err *err);
+/* Freeze a running sandbox and wait until the kernel has (err: EBUSY when
+ * someone waits on it or it would not freeze). auto_resume: the next use
+ * (xb_sbx_use) resumes it; else uses fail XB_E_SANDBOX_PAUSED until
+ * xb_sbx_resume. Deleting it resumes it so that its tasks can die. */
+int xb_sbx_pause(struct xb_sbx *x, bool auto_resume, struct xb_err *err);
+/* Thaw; its idle clock restarts. */
 void xb_sbx_resume(struct xb_sbx *x);
+/* Thaw without touching the clock (teardown). */
+void xb__sbx_thaw(struct xb_sbx *x);
 
 /* Pending tags: whoever asks init for work (a spawn, a file operation)
  * takes a tag with its callbacks, and init's events for that tag reach
@@ -332,6 +366,8 @@ struct xb_proc *xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec,
 struct xb_proc *xb_proc_find(struct xb_sbx *x, pid_t pid);
 /* The newest process with this tag, or NULL. */
 struct xb_proc *xb_proc_find_tag(struct xb_sbx *x, const char *tag);
+/* Whether a background process of x still runs (it keeps x active). */
+bool xb_proc_any_running(const struct xb_sbx *x);
 /* Run p for c (exec): events "start" ({cmd}), then "stdout" and "stderr"
  * ({data}) when c wants events; then the result, the spawn's error, or at
  * the soft timeout the result so far (status "running", with offsets),

@@ -69,6 +69,15 @@ xb_proc_find_tag(struct xb_sbx *x, const char *tag)
         return NULL;
 }
 
+bool
+xb_proc_any_running(const struct xb_sbx *x)
+{
+        for (const struct xb_proc *p = x->procs; p; p = p->next)
+                if (p->background && !p->exited && !p->finished && !p->forgotten)
+                        return true;
+        return false;
+}
+
 json_t *
 xb_proc_list_json(struct xb_sbx *x, bool detail)
 {

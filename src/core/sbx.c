@@ -41,7 +41,6 @@ xb_sbx_find(struct xb_core *s, const char *id, int tenant)
         /* Another tenant's sandbox does not exist, as far as this caller knows. */
         if (x->tenant != tenant)
                 return NULL;
-        xb_sbx_resume(x);   /* whoever looks it up is about to use it */
         return x;
 }
 
@@ -400,37 +399,12 @@ on_init_msg(struct xb_io *io, uint32_t events)
         }
 }
 
-static void
-on_expiry(struct xb_timer *t)
-{
-        struct xb_sbx *x = t->data;
-
-        /* A client waiting on a command or cell keeps the sandbox: its lease
-         * runs out once nobody is waiting (E2B users lose work to this). */
-        if (xb_sbx_busy(x)) {
-                xb_timer_start(x->core->loop, &x->expiry, 10000, on_expiry, x);
-                return;
-        }
-        x->core->m.sandboxes_expired++;
-        xb_info("sandbox %s expired", x->id);
-        xb_sbx_destroy(x, XB_SBX_EXPIRED, "the sandbox expired");
-}
-
-void
-xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms)
-{
-        if (ttl_ms)
-                x->ttl_ms = ttl_ms;
-        x->expires_ms = xb_now_ms() + x->ttl_ms;
-        xb_timer_start(x->core->loop, &x->expiry, x->ttl_ms, on_expiry, x);
-}
-
 void
 xb_sbx_destroy(struct xb_sbx *x, enum xb_sbx_end end, const char *why)
 {
         if (x->state >= XB_SBX_DYING)
                 return;
-        xb_sbx_resume(x);   /* frozen tasks would not die */
+        xb__sbx_thaw(x);   /* frozen tasks would not die */
         x->state = XB_SBX_DYING;
         x->end = end;
         x->core->ndying++;
@@ -534,17 +508,19 @@ json_t *
 xb_sbx_json(const struct xb_sbx *x)
 {
         static const char *const states[] = { "starting", "running", "stopping", "stopped" };
-        uint64_t now = xb_now_ms();
+        const char *why;
+        uint64_t in = xb_sbx_expires_in(x, &why);
         json_t *lim = json_pack("{s:I,s:I,s:f,s:I}", "memory", (json_int_t)x->limits.memory, "pids",
                                 (json_int_t)x->limits.pids, "cpus", x->limits.cpus_milli / 1000.0, "disk",
                                 (json_int_t)x->limits.disk);
 
-        json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:i}", "id", x->id, "state",
+        json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:s,s:b,s:I,s:b,s:I,s:I,s:i}", "id", x->id, "state",
                          x->paused ? "paused" : states[x->state], "limits", lim,
                          "metadata", json_incref(x->metadata ? x->metadata : json_null()), "created_at_ms",
-                         (json_int_t)(x->created_unix_ms), "expires_in_ms",
-                         (json_int_t)(x->expires_ms > now ? x->expires_ms - now : 0), "timeout_s",
-                         (json_int_t)(x->ttl_ms / 1000), "processes", (int)x->nprocs);
+                         (json_int_t)(x->created_unix_ms), "expires_in_ms", (json_int_t)in, "expires_because",
+                         why, "active", !x->paused && xb_sbx_active(x), "timeout_s", (json_int_t)(x->ttl_ms / 1000),
+                         "auto_pause", x->auto_pause, "paused_ttl_s", (json_int_t)(x->paused_ttl_ms / 1000),
+                         "max_lifetime_s", (json_int_t)(x->max_lifetime_ms / 1000), "processes", (int)x->nprocs);
 
         /* Only what differs from a plain sandbox, so older clients' replies stay as they were. */
         if (j && x->uid == 0)

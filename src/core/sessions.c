@@ -156,6 +156,15 @@ xb_session_has_warm(const struct xb_sbx *x)
         return false;
 }
 
+bool
+xb_session_any_busy(const struct xb_sbx *x)
+{
+        for (const struct xb_session *ss = x->sessions; ss; ss = ss->next)
+                if (ss->state == SS_BUSY || ss->cell)
+                        return true;
+        return false;
+}
+
 json_t *
 xb_session_json(const struct xb_session *ss)
 {

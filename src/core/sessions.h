@@ -46,6 +46,8 @@ void xb_session_mark_warm(struct xb_session *ss);
 struct xb_session *xb_session_claim_warm(struct xb_sbx *x, const char *language);
 /* Whether x holds a warm session nobody claimed yet. */
 bool xb_session_has_warm(const struct xb_sbx *x);
+/* Whether a session of x runs a cell (it keeps x active). */
+bool xb_session_any_busy(const struct xb_sbx *x);
 /* The oldest visible session of language that is not dead; or NULL. */
 struct xb_session *xb_session_find_live(struct xb_sbx *x, const char *language);
 /* {id, language, state, execution_count, pid}; a dead one adds error and stderr. */

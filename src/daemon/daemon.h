@@ -53,6 +53,8 @@ struct xb_server_opts {
         uint64_t store_size;          /* --store-size: the layer store's image */
         bool mount_owner_set;         /* --mount-owner UID:GID */
         uint32_t mount_uid, mount_gid;
+        uint64_t paused_ttl_ms;       /* --paused-ttl: default and most of a sandbox's paused_ttl_s */
+        uint64_t max_lifetime_ms;     /* --max-lifetime: default and most of its max_lifetime_s */
 };
 
 struct xb_server {

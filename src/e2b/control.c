@@ -470,7 +470,7 @@ pause_route(struct xb_req *r)
                 return;
         }
         e2b_holds_drop(e, x->id);
-        if (xb_sbx_pause(x, &err) < 0) {
+        if (xb_sbx_pause(x, false, &err) < 0) {
                 api_error(r, 500, "cannot pause sandbox %s now: %s (a client is waiting on its work)", x->id, err.msg);
                 return;
         }

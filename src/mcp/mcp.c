@@ -108,8 +108,8 @@ on_pause(struct xb_timer *t)
         }
         if (!c->sandbox || c->m->closing)
                 return;
-        args = json_pack("{s:s}", "id", c->sandbox);
-        mcp_op_detached(c->m, c->tenant, "pause_sandbox", args);
+        args = json_pack("{s:s,s:b}", "id", c->sandbox, "auto_resume", 1);
+        mcp_op_detached(c->m, c->tenant, "sandbox_pause", args);
         json_decref(args);
 }
 

@@ -82,7 +82,8 @@
 #define J_SANDBOX                                                                                                \
         "{\"type\": \"object\", \"properties\": {"                                                              \
         "\"id\": {\"type\": \"string\", \"description\": \"Pass it as sandbox_id, or in paths as {id}.\"}, "     \
-        "\"state\": {\"type\": \"string\", \"enum\": [\"starting\", \"running\", \"stopping\", \"stopped\"]}, " \
+        "\"state\": {\"type\": \"string\", \"enum\": [\"starting\", \"running\", \"paused\", \"stopping\", "      \
+        "\"stopped\"]}, "                                                                                        \
         "\"limits\": {\"type\": \"object\", \"properties\": {"                                                  \
         "\"memory\": {\"type\": \"integer\", \"description\": \"Bytes; 0: none.\"}, "                           \
         "\"pids\": {\"type\": \"integer\", \"description\": \"Processes and threads; 0: none.\"}, "             \
@@ -91,13 +92,25 @@
         "\"required\": [\"memory\", \"pids\", \"cpus\", \"disk\"]}, "                                           \
         "\"metadata\": {\"type\": [\"object\", \"null\"], \"description\": \"What the creator attached.\"}, "   \
         "\"created_at_ms\": {\"type\": \"integer\", \"description\": \"Creation time on the server's clock.\"}, " \
-        "\"expires_in_ms\": {\"type\": \"integer\", \"description\": \"Deleted after this long without use.\"}, " \
+        "\"expires_in_ms\": {\"type\": \"integer\", \"description\": \"It ends in this long if nothing "      \
+        "changes.\"}, "                                                                                         \
+        "\"expires_because\": {\"type\": \"string\", \"enum\": [\"idle\", \"paused_ttl\", \"max_lifetime\"], "      \
+        "\"description\": \"The rule that ends it then: its idle timeout, its paused time to live, or its "     \
+        "maximum lifetime.\"}, "                                                                                \
+        "\"active\": {\"type\": \"boolean\", \"description\": \"Work runs in it (a background process, a "   \
+        "running cell, a command someone waits on): its idle clock is held.\"}, "                               \
         "\"timeout_s\": {\"type\": \"integer\", \"description\": \"Idle time to live.\"}, "                     \
+        "\"auto_pause\": {\"type\": \"boolean\", \"description\": \"At its idle timeout it pauses instead "   \
+        "of ending; the next use resumes it.\"}, "                                                              \
+        "\"paused_ttl_s\": {\"type\": \"integer\", \"description\": \"How long it may stay paused.\"}, "        \
+        "\"max_lifetime_s\": {\"type\": \"integer\", \"description\": \"It ends this long after creation, "   \
+        "whatever it does.\"}, "                                                                                \
         "\"processes\": {\"type\": \"integer\", \"description\": \"Processes the server tracks in it.\"}, "     \
         "\"user\": {\"type\": \"string\", \"description\": \"root when commands run as root by default.\"}, " \
         "\"template\": {\"type\": \"string\", \"description\": \"The template it started from, if not base.\"}}, " \
         "\"required\": [\"id\", \"state\", \"limits\", \"metadata\", \"created_at_ms\", \"expires_in_ms\", "   \
-        "\"timeout_s\", \"processes\"]}"
+        "\"expires_because\", \"active\", \"timeout_s\", \"auto_pause\", \"paused_ttl_s\", \"max_lifetime_s\", "  \
+        "\"processes\"]}"
 
 /* src/core/proc_wait.c: xb_proc_json without output. */
 #define J_PROCESS                                                                                                \

@@ -138,6 +138,29 @@ struct xb_tool xb_catalog_tools[] = {
         .rest = { "POST", "/v1/sandboxes/{id}/fork", XB_REPLY_JSON, 201, { SANDBOX_PATH, ENV_BODY } },
 },
 {
+        .name = "sandbox_pause",
+        .op = "sandbox_pause",
+        .title = "Pause a sandbox",
+        .description = "Freeze a sandbox: its processes stop using CPU but keep their memory, files and state "
+                "(a Python session's variables survive). While paused its idle timeout stops and its paused "
+                "time to live runs instead; other tools on it fail with `paused` until sandbox_resume.",
+        .input_json = OBJ(J_ARG_SANDBOX_ID, "\"sandbox_id\""),
+        .output_json = J_SANDBOX,
+        .read_only = false, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/pause", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
+},
+{
+        .name = "sandbox_resume",
+        .op = "sandbox_resume",
+        .title = "Resume a sandbox",
+        .description = "Resume a paused sandbox: its processes continue where they stopped and its idle timeout "
+                "starts again.",
+        .input_json = OBJ(J_ARG_SANDBOX_ID, "\"sandbox_id\""),
+        .output_json = J_SANDBOX,
+        .read_only = false, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/resume", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
+},
+{
         .name = "run_command",
         .op = "run_command",
         .title = "Run a shell command",

@@ -13,6 +13,18 @@ struct xb_sbx *
 xb_op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
 {
         const char *id = json_string_value(json_object_get(args, "id"));
+        struct xb_err err = { 0 };
+        struct xb_sbx *x = xb_sbx_use(core, id, tenant, &err);
+
+        if (!x)
+                xb_call_fail(c, &err);
+        return x;
+}
+
+struct xb_sbx *
+xb_op_sandbox_any(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
+{
+        const char *id = json_string_value(json_object_get(args, "id"));
         struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
 
         if (!x)

@@ -10,13 +10,16 @@ struct xb_core;
 struct xb_sbx;
 struct xb_proc;
 
-/* The tenant's sandbox named by args "id"; NULL after failing c with
- * XB_E_SANDBOX_NOT_FOUND. */
+/* The tenant's sandbox named by args "id", to use (xb_sbx_use: an
+ * auto-paused one resumes); NULL after failing c with
+ * XB_E_SANDBOX_NOT_FOUND or XB_E_SANDBOX_PAUSED. */
 struct xb_sbx *xb_op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *c);
 /* Fail c (or fill err) for a sandbox id the registry does not have: 410
  * with why when it ended lately (a tombstone), else 404. */
 void xb_op_no_sandbox(struct xb_core *core, int tenant, const char *id, struct xb_call *c);
 int xb_op_no_sandbox_err(struct xb_core *core, int tenant, const char *id, struct xb_err *err);
+/* The same, as it is: for describing, deleting, pausing and resuming. */
+struct xb_sbx *xb_op_sandbox_any(struct xb_core *core, int tenant, json_t *args, struct xb_call *c);
 /* The process named by args "pid" (a number, or its decimal string) in
  * the sandbox named by "id"; NULL after failing c (XB_E_SANDBOX_NOT_FOUND
  * or XB_E_PROCESS_NOT_FOUND). */

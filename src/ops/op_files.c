@@ -177,12 +177,10 @@ struct xb_sbx *
 xb_opfile_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_err *err)
 {
         const char *id = json_string_value(json_object_get(args, "id"));
-        struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
+        struct xb_sbx *x = xb_sbx_use(core, id, tenant, err);
 
-        if (!x) {
-                xb_op_no_sandbox_err(core, tenant, id, err);
+        if (!x)
                 return NULL;
-        }
         return xb_fileop_sandbox_ok(x, err) < 0 ? NULL : x;
 }
 

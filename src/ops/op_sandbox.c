@@ -191,13 +191,17 @@ static void
 op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", "user",
-                                              "network", NULL };
+                                              "network", "auto_pause", "paused_ttl_s", "max_lifetime_s", NULL };
         struct xb_err err = { 0 };
         struct xb_limits l;
         struct xb_bind binds[MOUNTS_MAX];
         size_t nbinds = 0;
         char **env = NULL;
         uint64_t ttl = XB_TTL_DEFAULT_MS;
+        uint64_t paused_max = s->o.paused_ttl_ms ? s->o.paused_ttl_ms : XB_PAUSED_TTL_DEFAULT_MS;
+        uint64_t life_max = s->o.max_lifetime_ms ? s->o.max_lifetime_ms : XB_LIFETIME_MAX_DEFAULT_MS;
+        uint64_t paused_ttl = paused_max, life = life_max;
+        bool auto_pause = false;
         const char *tmpl = NULL, *user = NULL;
         struct xb_template *t = NULL;
         json_t *meta, *net;
@@ -207,6 +211,9 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0 ||
             parse_mounts(args, binds, &nbinds, &err) < 0 ||
             xb_jsonv_seconds(args, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
+            xb_jsonv_seconds(args, "paused_ttl_s", 1, paused_max / 1000.0, &paused_ttl, &err) < 0 ||
+            xb_jsonv_seconds(args, "max_lifetime_s", 1, life_max / 1000.0, &life, &err) < 0 ||
+            xb_jsonv_bool(args, "auto_pause", &auto_pause, &err) < 0 ||
             xb_jsonv_str(args, "template", 64, &tmpl, &err) < 0 || xb_jsonv_str(args, "user", 16, &user, &err) < 0 ||
             xb_jsonv_env(args, "env", &env, NULL, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);
@@ -287,6 +294,10 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_sbx_set_network(x, pol, &err);   /* checked above */
                 xb_netpol_unref(pol);
         }
+        x->auto_pause = auto_pause;
+        x->paused_ttl_ms = paused_ttl;
+        x->max_lifetime_ms = life;
+        xb_sbx_arm(x);
         create_answer(x, c);
 }
 
@@ -317,7 +328,7 @@ op_list(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 static void
 op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
+        struct xb_sbx *x = xb_op_sandbox_any(s, tenant, args, c);
 
         if (x)
                 xb_call_done(c, xb_sbx_json(x));
@@ -326,7 +337,7 @@ op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 static void
 op_delete(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
+        struct xb_sbx *x = xb_op_sandbox_any(s, tenant, args, c);
 
         if (!x)
                 return;
@@ -359,20 +370,45 @@ op_keepalive(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         xb_call_done(c, xb_sbx_json(x));
 }
 
-/* Freeze an idle sandbox; any later operation on it resumes it. */
+/* Freeze a sandbox: no CPU, its memory and processes kept. Uses fail
+ * 409 paused until resume, unless auto_resume (what an idle MCP client's
+ * pause and auto_pause do): then the next use resumes it. */
 static void
 op_pause(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
+        static const char *const fields[] = { "auto_resume", NULL };
+        struct xb_sbx *x = xb_op_sandbox_any(s, tenant, args, c);
+        _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct xb_err err = { 0 };
+        bool auto_resume = false;
 
         if (!x)
                 return;
-        if (xb_sbx_pause(x, &err) < 0) {
+        body = xb_op_body(args, path_id);
+        if (!body) {
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_bool(body, "auto_resume", &auto_resume, &err) < 0) {
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        if (xb_sbx_pause(x, auto_resume, &err) < 0) {
                 err.ecode = XB_E_SANDBOX_BUSY;
                 xb_call_fail(c, &err);
                 return;
         }
+        xb_call_done(c, xb_sbx_json(x));
+}
+
+static void
+op_resume(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
+{
+        struct xb_sbx *x = xb_op_sandbox_any(s, tenant, args, c);
+
+        if (!x)
+                return;
+        xb_sbx_resume(x);
         xb_call_done(c, xb_sbx_json(x));
 }
 
@@ -382,6 +418,7 @@ const struct xb_op xb_ops_sandbox[] = {
         { "get_sandbox", op_get },
         { "sandbox_delete", op_delete },
         { "keepalive_sandbox", op_keepalive },
-        { "pause_sandbox", op_pause },
+        { "sandbox_pause", op_pause },
+        { "sandbox_resume", op_resume },
         { NULL, NULL },
 };

@@ -41,10 +41,11 @@ static struct xb_sbx *
 op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
 {
         const char *id = json_string_value(json_object_get(args, "id"));
-        struct xb_sbx *x = id ? xb_sbx_find(core, id, tenant) : NULL;
+        struct xb_err err = { 0 };
+        struct xb_sbx *x = xb_sbx_use(core, id, tenant, &err);
 
         if (!x)
-                xb_op_no_sandbox(core, tenant, id, call);
+                xb_call_fail(call, &err);
         return x;
 }
 

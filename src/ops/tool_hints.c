@@ -34,6 +34,7 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_SANDBOX_ENDED] = "the sandbox has ended and its files are gone: pass sandbox_id null to use your "
                                "default sandbox, or create one with sandbox_create",
         [XB_E_SANDBOX_BUSY] = "retry in a moment",
+        [XB_E_SANDBOX_PAUSED] = "the sandbox is paused: resume it first with sandbox_resume",
         [XB_E_SANDBOX_FAILED] = "retry; if it persists, check the server log",
         [XB_E_SANDBOX_UNAVAILABLE] = "retry",
         [XB_E_TOO_MANY_SANDBOXES] = "delete sandboxes you no longer need with sandbox_delete (sandbox_list shows "

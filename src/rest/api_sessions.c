@@ -299,6 +299,11 @@ default_session(struct xb_req *r, json_t *args)
 
         if (!x)
                 return false;
+        /* Using it: an auto-paused one resumes, a paused one answers 409. */
+        if (x->paused && !(x = xb_sbx_use(xb_rest_of(r)->core, x->id, xb_req_tenant(r), &err))) {
+                xb_rest_fail(r, &err);
+                return false;
+        }
         ss = xb_session_find_live(x, "python");
         if (!ss)
                 ss = xb_session_claim_warm(x, "python");

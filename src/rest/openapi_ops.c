@@ -176,7 +176,14 @@ const struct xb_op_def xb_op_defs[] = {
                              "{\"type\": [\"boolean\", \"null\"], \"description\": \"null: true.\"}",
                              "\"host\", \"path\"") "}, "
                   "\"metadata\": {\"type\": [\"object\", \"null\"], \"description\": \"Returned as is; at most 64 "
-                  "keys and 16 KiB.\"}}" },
+                  "keys and 16 KiB.\"}, "
+                  "\"auto_pause\": {\"type\": [\"boolean\", \"null\"], \"description\": \"At the idle timeout, pause "
+                  "instead of deleting; the next request that uses it resumes it. null: false.\"}, "
+                  "\"paused_ttl_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": \"Delete "
+                  "it after this long paused. null: the operator's --paused-ttl (also the most allowed).\"}, "
+                  "\"max_lifetime_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": \"Delete "
+                  "it this long after creation, busy or not. null: the operator's --max-lifetime (also the most "
+                  "allowed).\"}}" },
         { .tool = "sandbox_list", .tag = "sandboxes" },
         { .tool = "sandbox_snapshot", .tag = "templates", .errors = "409" },
         { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409 429" },
@@ -196,6 +203,10 @@ const struct xb_op_def xb_op_defs[] = {
           .summary = "Restart a sandbox's idle timer, optionally with a new timeout_s.",
           .body = TIMEOUT_BODY("The new idle time to live. null: keep the current one."),
           .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
+        { .tool = "sandbox_pause", .tag = "sandboxes", .errors = "503",
+          .body = "{\"auto_resume\": {\"type\": [\"boolean\", \"null\"], \"description\": \"The next request "
+                  "that uses it resumes it, instead of answering 409 paused. null: false.\"}}" },
+        { .tool = "sandbox_resume", .tag = "sandboxes" },
 
         { .method = "GET", .path = "/v1/sandboxes/{id}/network", .id = "get_network", .tag = "network",
           .summary = "A sandbox's network policy, the server's ceiling and the totals so far.",

@@ -25,6 +25,7 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_SANDBOX_ENDED] = { 410, "it cannot be used again and its files are gone; create a new sandbox "
                                       "with POST /v1/sandboxes" },
         [XB_E_SANDBOX_BUSY] = { 503, "retry in a moment" },
+        [XB_E_SANDBOX_PAUSED] = { 409, "the sandbox is paused: resume it first with POST /v1/sandboxes/{id}/resume" },
         [XB_E_SANDBOX_FAILED] = { 500, "retry; if it persists, check the server log" },
         [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry in a few seconds: the server is short of file descriptors, "
                                            "memory or disk; delete sandboxes you no longer need" },

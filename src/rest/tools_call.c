@@ -610,6 +610,12 @@ tool_call(struct xb_req *r)
                         bridge_free(b);
                         return;
                 }
+                /* Using it: an auto-paused one resumes, a paused one fails. */
+                if (x->paused && !(x = xb_sbx_use(s, b->sandbox, xb_req_tenant(r), &err))) {
+                        answer_fail(b, &err);
+                        bridge_free(b);
+                        return;
+                }
                 if (!(sid = code_session(b, x, &err))) {
                         answer_fail(b, &err);
                         bridge_free(b);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -622,17 +623,55 @@ xb_cgroup_kill(struct xb_cgroup *cg)
         return 0;
 }
 
+static uint64_t
+mono_us(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Whether the kernel has finished freezing: v2 says "frozen 1" in
+ * cgroup.events, v1 moves freezer.state from FREEZING to FROZEN. */
+static bool
+freeze_done(int dir, bool v2)
+{
+        _cleanup_free_ char *st = NULL;
+
+        if (xb_read_file_at(dir, v2 ? "cgroup.events" : "freezer.state", 4096, &st, NULL) < 0)
+                return false;
+        return v2 ? strstr(st, "frozen 1") != NULL : strncmp(st, "FROZEN", 6) == 0;
+}
+
 /* Pausing: the v2 group's cgroup.freeze (the hybrid companion holds every
- * task too), else the v1 freezer. The kernel finishes freezing on its own;
- * callers that need it done read cgroup.events or freezer.state. */
+ * task too), else the v1 freezer. Freezing is asynchronous: a task stops
+ * when it next leaves the kernel, so wait for it, a bounded time (a task
+ * stuck in uninterruptible sleep would hold the loop). */
 int
 xb_cgroup_freeze(struct xb_cgroup *cg, bool frozen)
 {
-        if (cg->v2 >= 0)
-                return xb_write_file_at(cg->v2, "cgroup.freeze", frozen ? "1" : "0");
-        if (cg->v1[CTL_FREEZER] >= 0)
-                return xb_write_file_at(cg->v1[CTL_FREEZER], "freezer.state", frozen ? "FROZEN" : "THAWED");
-        return -EOPNOTSUPP;
+        bool v2 = cg->v2 >= 0;
+        int dir = v2 ? cg->v2 : cg->v1[CTL_FREEZER];
+        uint64_t t0;
+        int r;
+
+        if (dir < 0)
+                return -EOPNOTSUPP;
+        r = v2 ? xb_write_file_at(dir, "cgroup.freeze", frozen ? "1" : "0")
+               : xb_write_file_at(dir, "freezer.state", frozen ? "FROZEN" : "THAWED");
+        if (r < 0 || !frozen)
+                return r;
+        t0 = mono_us();
+        for (unsigned i = 0; !freeze_done(dir, v2); i++) {
+                if (mono_us() - t0 > XB_CGROUP_FREEZE_WAIT_US)
+                        return -ETIMEDOUT;
+                if (i < 64)
+                        sched_yield();
+                else
+                        sleep_us(50);
+        }
+        return 0;
 }
 
 static uint64_t

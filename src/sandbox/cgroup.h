@@ -89,7 +89,10 @@ int xb_cgroup_join_self(const struct xb_cgroup_join *j);
 void xb_cgroup_join_close(struct xb_cgroup_join *j);
 /* SIGKILL every task: cgroup.kill where it exists, else freeze, kill, thaw. */
 int xb_cgroup_kill(struct xb_cgroup *cg);
-/* Freeze (pause) or thaw every task; -EOPNOTSUPP without a freezer. */
+/* Freeze (pause) or thaw every task; -EOPNOTSUPP without a freezer. A
+ * freeze returns once the kernel says it is done, or -ETIMEDOUT after
+ * XB_CGROUP_FREEZE_WAIT_US (the group stays frozen: thaw it). */
+#define XB_CGROUP_FREEZE_WAIT_US 200000
 int xb_cgroup_freeze(struct xb_cgroup *cg, bool frozen);
 int xb_cgroup_stats(struct xb_cgroup *cg, struct xb_cgroup_stats *st);
 /* An fd that becomes readable (POLLPRI on v2 memory.events, eventfd on v1)

@@ -38,6 +38,8 @@ TOOLS = {
     "sandbox_delete": {"sandbox_id"},
     "sandbox_snapshot": {"name"},
     "sandbox_fork": set(),
+    "sandbox_pause": set(),
+    "sandbox_resume": set(),
     "run_command": {"cmd"},
     "run_code": {"language", "code"},
     "read_file": {"path"},

@@ -246,6 +246,12 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("sandbox_snapshot", "bad_name", {"sandbox_id": created, "name": "../x"}, "error")
     m.call("sandbox_fork", "ok", {"sandbox_id": created, "count": 1}, "ok", volatile={"sandboxes", "parent"})
     m.call("sandbox_fork", "too_many", {"sandbox_id": created, "count": 1000}, "error")
+    m.call("sandbox_pause", "ok", {"sandbox_id": created}, "ok", volatile={"expires_in_ms", "created_at_ms"})
+    m.call("run_command", "while_paused", {"cmd": "true", "sandbox_id": created}, "error")
+    m.call("sandbox_pause", "unknown", {"sandbox_id": NO_SANDBOX}, "error")
+    m.call("sandbox_resume", "ok", {"sandbox_id": created}, "ok",
+           volatile={"expires_in_ms", "created_at_ms", "active"})
+    m.call("sandbox_resume", "unknown", {"sandbox_id": NO_SANDBOX}, "error")
     m.call("sandbox_delete", "ok", {"sandbox_id": created}, "ok")
     m.call("sandbox_delete", "again", {"sandbox_id": created}, "error")
     m.call("sandbox_delete", "unknown", {"sandbox_id": NO_SANDBOX}, "error")

@@ -136,6 +136,8 @@ static const struct {
         { "sandbox_delete", "sandbox_id" },
         { "sandbox_snapshot", "name" },
         { "sandbox_fork", "" },
+        { "sandbox_pause", "" },
+        { "sandbox_resume", "" },
         { "run_command", "cmd" },
         { "run_code", "language code" },
         { "read_file", "path" },
@@ -393,7 +395,7 @@ Test(catalog, tools_name_operations)
         static const char *const ops[] = {
                 "sandbox_create", "sandbox_network", "sandbox_list", "sandbox_delete", "run_command", "process_start",
                 "process_read", "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
-                "sandbox_ports", "sandbox_snapshot", "sandbox_fork",
+                "sandbox_ports", "sandbox_snapshot", "sandbox_fork", "sandbox_pause", "sandbox_resume",
                 NULL,
         };
 
