@@ -20,6 +20,7 @@
 #include "mcp/mcp.h"
 #include "cli/config.h"
 #include "cli/opterr.h"
+#include "core/quota.h"
 #include "transport/http.h"
 
 #define SERVE (1u << XB_CMD_SERVE)
@@ -32,6 +33,7 @@ enum {
         O_MCP_HOST, O_MCP_PAUSE,
         O_ORIGIN, O_PUBLIC_URL,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
+        O_MAX_MEM, O_MAX_PIDS, O_MAX_CPUS, O_MAX_DISK, O_QUOTA,
 };
 
 /* How an option may be given besides its flag. */
@@ -60,6 +62,11 @@ static const struct {
         { { "pids", required_argument, NULL, O_PIDS }, SERVE | MCP },
         { { "cpus", required_argument, NULL, O_CPUS }, SERVE | MCP },
         { { "disk", required_argument, NULL, O_DISK }, SERVE | MCP },
+        { { "max-memory", required_argument, NULL, O_MAX_MEM }, SERVE | MCP },
+        { { "max-pids", required_argument, NULL, O_MAX_PIDS }, SERVE | MCP },
+        { { "max-cpus", required_argument, NULL, O_MAX_CPUS }, SERVE | MCP },
+        { { "max-disk", required_argument, NULL, O_MAX_DISK }, SERVE | MCP },
+        { { "tenant-quota", required_argument, NULL, O_QUOTA }, SERVE },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
@@ -172,6 +179,14 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
         case O_PIDS: r = xb_parse_u64(arg, &o->defaults.pids, err); break;
         case O_CPUS: r = xb_parse_cpus(arg, &o->defaults.cpus_milli, err); break;
         case O_DISK: r = xb_parse_size(arg, &o->defaults.disk, err); break;
+        case O_MAX_MEM: r = xb_parse_size(arg, &o->ceiling.memory, err); break;
+        case O_MAX_PIDS: r = xb_parse_u64(arg, &o->ceiling.pids, err); break;
+        case O_MAX_CPUS: r = xb_parse_cpus(arg, &o->ceiling.cpus_milli, err); break;
+        case O_MAX_DISK: r = xb_parse_size(arg, &o->ceiling.disk, err); break;
+        case O_QUOTA:
+                o->quota_default = (struct xb_quota){ 0 };
+                r = xb_quota_parse(arg, &o->quota_default, err);
+                break;
         case O_BODY:
                 r = xb_parse_size(arg, &v, err);
                 o->body_max = (size_t)v;

@@ -81,6 +81,7 @@ xb_core_close(struct xb_core *c)
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
         free(c->m.tenant);
+        free(c->quota_use);
         free(c->rxbuf);
         free(c);
 }

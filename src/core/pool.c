@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "core/audit.h"
+#include "core/quota.h"
 #include "core/sbx_int.h"
 #include "core/sessions.h"
 
@@ -139,6 +140,8 @@ xb_sbx_create(struct xb_core *s, int tenant, const struct xb_limits *l, const st
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
+        if (xb_quota_check_create(s, tenant, l, err) < 0)
+                return -EAGAIN;
         if (pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 

@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "core/core.h"
+#include "core/quota.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -103,8 +104,15 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         json_t *meta;
         struct xb_sbx *x;
 
-        if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0 ||
-            parse_mounts(args, binds, &nbinds, &err) < 0 ||
+        if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0) {
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        if (xb_quota_check_limits(s, &l, &err) < 0) {
+                xb_call_fail(c, &err);
+                return;
+        }
+        if (parse_mounts(args, binds, &nbinds, &err) < 0 ||
             xb_jsonv_seconds(args, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
             xb_jsonv_str(args, "template", 64, &tmpl, &err) < 0 || xb_jsonv_env(args, "env", &env, NULL, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);

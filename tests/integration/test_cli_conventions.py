@@ -306,9 +306,11 @@ NAMES = {
             "disk", "env", "cwd", "mount", "allow-mount", "root", "json", "tty", "cgroup", "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "body-max", "upload-max", "allow-mount", "allow-origin", "public-url", "require-guide",
+              "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota",
+              "body-max", "upload-max", "allow-mount", "allow-origin", "public-url", "require-guide",
               "conformance-fixtures", "cgroup", "quiet", "verbose", "help"],
-    "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
+    "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus",
+            "max-disk", "allow-mount", "conformance-fixtures",
             "cgroup", "verbose", "help"],
 }
 
