@@ -13,7 +13,9 @@ int
 xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
 {
         struct xb_engine_opts eo = { .cgroup_mode = o->cgroup_mode, .allow_mounts = o->allow_mounts,
-                                     .nallow = o->nallow };
+                                     .nallow = o->nallow,
+                                     .max_sandboxes = o->max_sandboxes ? o->max_sandboxes
+                                                                       : XB_SERVER_MAX_SANDBOXES_DEFAULT };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
 
@@ -38,6 +40,8 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         }
+        if (c->eng->pools_warning[0])
+                xb_warn("sandboxes share a kernel pool with each other: %s", c->eng->pools_warning);
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);

@@ -38,6 +38,7 @@ struct xb_engine_opts {
         const char *runtime_dir;      /* default XB_RUNTIME_DIR */
         const char *const *allow_mounts;  /* resolved host dirs callers may bind */
         size_t nallow;
+        unsigned max_sandboxes;       /* the host's pools are raised for this many (pools.h); 0 not */
 };
 
 /* What every sandbox of one process shares: built once. */
@@ -51,6 +52,8 @@ struct xb_engine {
         char *etc_dir;                /* the prepared /etc view */
         char **allow;
         size_t nallow;
+        uint64_t sigpending;          /* each sandbox's RLIMIT_SIGPENDING (pools.h) */
+        char pools_warning[240];      /* why a host pool could not be raised, or "" */
 };
 
 struct xb_sandbox_config {
