@@ -151,3 +151,17 @@ def test_bad_quota_words_are_refused(execbox, tmp_path, line, why):
     p = subprocess.run([execbox, "serve", "--listen", "127.0.0.1:0", "--state-dir", str(tmp_path / "s"),
                         "--token-file", str(tf)], capture_output=True, text=True, timeout=30)
     assert p.returncode != 0 and why in p.stderr, p.stderr
+
+
+def test_metrics_show_a_tenant_its_own_quota_and_an_admin_every_one(server_factory):
+    admin = "admin-token-0123456789abcdef0"
+    srv = server_factory(tokens=[f"{admin} admin name=ops", f"{A} name=a sandboxes=3 memory=2G", f"{B} name=b execs=5"],
+                         pool=0)
+    mine = srv.get("/metrics", token=A).text
+    assert 'execbox_tenant_quota{tenant="a",resource="sandboxes"} 3' in mine, mine
+    assert f'execbox_tenant_quota{{tenant="a",resource="memory_bytes"}} {2 * GiB}' in mine, mine
+    assert 'tenant="b"' not in mine and 'tenant="ops"' not in mine, mine
+    every = srv.get("/metrics", token=admin).text
+    assert 'execbox_tenant_quota{tenant="a",resource="sandboxes"} 3' in every
+    assert 'execbox_tenant_quota{tenant="b",resource="execs"} 5' in every
+    assert "execbox_pool_ready" in every and "execbox_pool_ready" not in mine
