@@ -147,7 +147,6 @@ int
 xb_quota_check_limits(struct xb_core *s, const struct xb_limits *l, struct xb_err *err)
 {
         const struct xb_limits *c = &s->o.ceiling;
-        char got[48], max[48];
 
         if (!s->ceiling_hint[0]) {
                 char m[48], d[48];
@@ -159,24 +158,31 @@ xb_quota_check_limits(struct xb_core *s, const struct xb_limits *l, struct xb_er
                          "or leave limits out for the defaults",
                          m, (unsigned long long)c->pids, c->cpus_milli / 1000.0, d);
         }
+        return xb_quota_check_ceiling(c, s->ceiling_hint, l, err);
+}
+
+int
+xb_quota_check_ceiling(const struct xb_limits *c, const char *hint, const struct xb_limits *l, struct xb_err *err)
+{
+        char got[48], max[48];
         if (c->memory && (l->memory > c->memory || !l->memory)) {
                 size_text(got, sizeof(got), l->memory);
                 size_text(max, sizeof(max), c->memory);
-                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, s->ceiling_hint,
+                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, hint,
                                    "limits.memory %s is above this server's ceiling of %s", got, max);
         }
         if (c->disk && l->disk > c->disk) {
                 size_text(got, sizeof(got), l->disk);
                 size_text(max, sizeof(max), c->disk);
-                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, s->ceiling_hint,
+                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, hint,
                                    "limits.disk %s is above this server's ceiling of %s", got, max);
         }
         if (c->pids && (l->pids > c->pids || !l->pids))
-                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, s->ceiling_hint,
+                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, hint,
                                    "limits.pids %llu is above this server's ceiling of %llu",
                                    (unsigned long long)l->pids, (unsigned long long)c->pids);
         if (c->cpus_milli && l->cpus_milli > c->cpus_milli)
-                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, s->ceiling_hint,
+                return xb_err_code(err, XB_E_OVER_CEILING, ERANGE, hint,
                                    "limits.cpus %.3g is above this server's ceiling of %.3g", l->cpus_milli / 1000.0,
                                    c->cpus_milli / 1000.0);
         return 0;

@@ -24,6 +24,9 @@ void xb_quota_ceilings(struct xb_limits *ceiling, struct xb_limits *defaults);
 /* Is l (a request) within the ceilings? 400 (XB_E_OVER_CEILING) naming the
  * field and the ceiling, in the message and the hint, when not. */
 int xb_quota_check_limits(struct xb_core *s, const struct xb_limits *l, struct xb_err *err);
+/* The same against ceiling c, with hint (static, or NULL) for the client. */
+int xb_quota_check_ceiling(const struct xb_limits *c, const char *hint, const struct xb_limits *l,
+                           struct xb_err *err);
 /* May tenant create a sandbox with l now? XB_E_OVER_QUOTA (429, with
  * retry_s) when not. A success takes one of its creations a minute. */
 int xb_quota_check_create(struct xb_core *s, int tenant, const struct xb_limits *l, struct xb_err *err);

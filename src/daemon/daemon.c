@@ -220,6 +220,10 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 goto fail;
         }
         xb_quota_ceilings(&s->o.ceiling, &s->o.defaults);
+        if (xb_quota_check_ceiling(&s->o.ceiling, NULL, &s->o.defaults, &err) < 0) {
+                xb_error("the default limits: %s", err.msg);
+                goto fail;
+        }
         co = (struct xb_core_opts){ .max_sandboxes = s->o.max_sandboxes, .pool_size = s->o.pool_size,
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
                                     .ceiling = s->o.ceiling, .quota = s->token_quota, .nquota = s->ntokens,
@@ -229,10 +233,6 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .audit_keep_ms = s->o.audit_keep_ms, .audit_max = s->o.audit_max };
         if (xb_core_open(&co, s->loop, &s->core, &err) < 0) {
                 xb_error("%s", err.msg);
-                goto fail;
-        }
-        if (xb_quota_check_limits(s->core, &s->o.defaults, &err) < 0) {
-                xb_error("the default limits: %s", err.msg);
                 goto fail;
         }
         if (tenant_metrics(s) < 0) {
