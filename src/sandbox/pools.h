@@ -22,5 +22,6 @@
 int xb_pools_reserve(unsigned max_sandboxes, uint64_t *ret_sigpending, struct xb_err *err);
 
 /* In the sandbox's user namespace, with CAP_SYS_RESOURCE there: its own
- * inotify caps (user(7)... see user_namespaces(7), "/proc/sys/user"). */
+ * inotify caps (/proc/sys/user, see namespaces(7)). 0 as well where the
+ * kernel has no such files or /proc/sys is read-only. */
 int xb_pools_limit_userns(struct xb_err *err);
