@@ -23,6 +23,8 @@
         X(SANDBOX_FAILED, "sandbox_failed")                           \
         X(SANDBOX_UNAVAILABLE, "sandbox_failed")   /* 503: retry */   \
         X(TOO_MANY_SANDBOXES, "too_many_sandboxes")                   \
+        X(OVER_CEILING, "over_ceiling")   /* above --max-* */        \
+        X(OVER_QUOTA, "over_quota")       /* the tenant's quota */    \
         X(INVALID_MOUNT, "invalid_mount")                             \
         X(INVALID_TEMPLATE, "invalid_request")                        \
         X(INVALID_METADATA, "invalid_request")                        \

@@ -10,6 +10,7 @@ struct xb_err {
         int code;           /* positive errno, 0 when unset */
         enum xb_ecode ecode; /* what went wrong, for the client; XB_E_NONE when unset */
         const char *hint;   /* static, protocol-neutral advice that beats the adapter's default; or NULL */
+        unsigned retry_s;   /* with XB_E_OVER_QUOTA: seconds until a retry may succeed */
         char msg[480];
 };
 

@@ -27,6 +27,8 @@ mcp_usage(FILE *f)
               "  --pool N               warm sandboxes kept ready (default 1)\n"
               "  --memory SIZE --pids N --cpus N --disk SIZE\n"
               "                         default limits of a sandbox (1G, 512, none, 1G)\n"
+              "  --max-memory SIZE --max-pids N --max-cpus N --max-disk SIZE\n"
+              "                         the most a sandbox may ask for (default the host's)\n"
               "  --allow-mount DIR      host directory sandboxes may bind (repeatable)\n"
               "  --conformance-fixtures add the MCP conformance suite's test tools\n"
               "                         (only in the test build, execbox-test)\n"

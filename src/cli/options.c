@@ -20,6 +20,7 @@
 #include "mcp/mcp.h"
 #include "cli/config.h"
 #include "cli/opterr.h"
+#include "core/quota.h"
 #include "transport/http.h"
 
 #define SERVE (1u << XB_CMD_SERVE)
@@ -35,6 +36,7 @@ enum {
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
         O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER,
         O_PAUSED_TTL, O_MAX_LIFETIME,
+        O_MAX_MEM, O_MAX_PIDS, O_MAX_CPUS, O_MAX_DISK, O_QUOTA,
 };
 
 /* How an option may be given besides its flag. */
@@ -66,6 +68,11 @@ static const struct {
         { { "layers", required_argument, NULL, O_LAYERS }, SERVE },
         { { "store-size", required_argument, NULL, O_STORE_SIZE }, SERVE },
         { { "mount-owner", required_argument, NULL, O_MOUNT_OWNER }, SERVE },
+        { { "max-memory", required_argument, NULL, O_MAX_MEM }, SERVE | MCP },
+        { { "max-pids", required_argument, NULL, O_MAX_PIDS }, SERVE | MCP },
+        { { "max-cpus", required_argument, NULL, O_MAX_CPUS }, SERVE | MCP },
+        { { "max-disk", required_argument, NULL, O_MAX_DISK }, SERVE | MCP },
+        { { "tenant-quota", required_argument, NULL, O_QUOTA }, SERVE },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
         { { "output-budget", required_argument, NULL, O_OUT_BUDGET }, SERVE },
@@ -229,6 +236,14 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 r = xb_parse_size(arg, &o->store_size, err);
                 if (!r && o->store_size < ((uint64_t)1 << 30))
                         r = xb_err_msg(err, ERANGE, "at least 1G");
+                break;
+        case O_MAX_MEM: r = xb_parse_size(arg, &o->ceiling.memory, err); break;
+        case O_MAX_PIDS: r = xb_parse_u64(arg, &o->ceiling.pids, err); break;
+        case O_MAX_CPUS: r = xb_parse_cpus(arg, &o->ceiling.cpus_milli, err); break;
+        case O_MAX_DISK: r = xb_parse_size(arg, &o->ceiling.disk, err); break;
+        case O_QUOTA:
+                o->quota_default = (struct xb_quota){ 0 };
+                r = xb_quota_parse(arg, &o->quota_default, err);
                 break;
         case O_BODY:
                 r = xb_parse_size(arg, &v, err);

@@ -16,7 +16,9 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                                      .allow_mounts = o->allow_mounts,
                                      .nallow = o->nallow, .layers = o->layers, .state_dir = o->state_dir,
                                      .store_size = o->store_size, .mount_owner_set = o->mount_owner_set,
-                                     .mount_uid = o->mount_uid, .mount_gid = o->mount_gid };
+                                     .mount_uid = o->mount_uid, .mount_gid = o->mount_gid,
+                                     .max_sandboxes = o->max_sandboxes ? o->max_sandboxes
+                                                                       : XB_SERVER_MAX_SANDBOXES_DEFAULT };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
 
@@ -43,6 +45,8 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         }
+        if (c->eng->pools_warning[0])
+                xb_warn("sandboxes share a kernel pool with each other: %s", c->eng->pools_warning);
         if (c->eng->store_error[0])
                 xb_warn("no layer store (%s): sandboxes get memory layers, without snapshots or forks",
                         c->eng->store_error);
@@ -106,6 +110,7 @@ xb_core_close(struct xb_core *c)
         xb_audits_free(c->audits);
         xb_netsys_close(c->net);
         free(c->m.tenant);
+        free(c->quota_use);
         free(c->rxbuf);
         free(c);
 }

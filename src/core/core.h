@@ -41,11 +41,30 @@ struct xb_audits;
 struct xb_audit;
 struct xb_template;
 
+/* One tenant's quota (quota.h); 0 in a field: no quota of that kind. */
+struct xb_quota {
+        uint64_t sandboxes;           /* sandboxes alive at once */
+        uint64_t execs;               /* commands running at once, over all its sandboxes */
+        uint64_t rate;                /* sandbox creations a minute (a bucket of that many) */
+        uint64_t memory, disk;        /* the sum of its sandboxes' limits */
+};
+
+/* A tenant's bucket of creations (core-owned, one per tenant). */
+struct xb_quota_use {
+        double tokens;
+        uint64_t at_ms;
+};
+
+
 struct xb_core_opts {
         unsigned max_sandboxes;       /* 0: XB_SERVER_MAX_SANDBOXES_DEFAULT */
         unsigned pool_size;
         bool pool_python;             /* pooled sandboxes start a warm Python session */
         struct xb_limits defaults;    /* sandbox limits when a request sets none */
+        struct xb_limits ceiling;     /* the most a request may set (xb_quota_ceilings) */
+        const struct xb_quota *quota; /* per tenant (token index), nquota of them */
+        size_t nquota;
+        struct xb_quota quota_default;   /* tenants without an entry (no auth, stdio) */
         const char *const *allow_mounts;
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
@@ -103,6 +122,8 @@ struct xb_core {
         unsigned tomb_next;
         struct xb_template *templates;   /* templates.h: snapshots, persisted under state_dir */
         char *templates_dir;          /* state_dir/templates; NULL: none kept */
+        struct xb_quota_use *quota_use;   /* nquota + 1, made at the first use (quota.c) */
+        char ceiling_hint[320];       /* made at the first check, lives with the core */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier

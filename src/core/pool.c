@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "core/audit.h"
+#include "core/quota.h"
 #include "core/sbx_int.h"
 #include "core/sessions.h"
 
@@ -152,6 +153,8 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
         if (xb_fds_check(s, tenant, NULL, XB_FDS_PER_SANDBOX_BASE, err) < 0)
                 return -EMFILE;
+        if (xb_quota_check_create(s, tenant, l, err) < 0)
+                return -EAGAIN;
         if (!root && pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 

@@ -101,6 +101,7 @@ load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
         s->tokens = t.token;
         s->token_admin = t.admin;
         s->token_name = t.name;
+        s->token_quota = t.quota;
         s->ntokens = t.n;
         if (r < 0)
                 return r;
@@ -109,6 +110,13 @@ load_tokens(struct xb_server *s, bool *generated, struct xb_err *err)
                                   s->o.token_file);
         if (!s->ntokens)
                 return xb_err_msg(err, EINVAL, "no token found; put one in the token file or EXECBOX_TOKEN");
+        /* A token's own quota words win over --tenant-quota, field by field. */
+        for (size_t i = 0; i < s->ntokens; i++) {
+                struct xb_quota q = s->o.quota_default;
+
+                xb_quota_merge(&q, &s->token_quota[i]);
+                s->token_quota[i] = q;
+        }
         return 0;
 }
 
@@ -222,8 +230,15 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 xb_error("%s", err.msg);
                 goto fail;
         }
+        xb_quota_ceilings(&s->o.ceiling, &s->o.defaults);
+        if (xb_quota_check_ceiling(&s->o.ceiling, NULL, &s->o.defaults, &err) < 0) {
+                xb_error("the default limits: %s", err.msg);
+                goto fail;
+        }
         co = (struct xb_core_opts){ .max_sandboxes = s->o.max_sandboxes, .pool_size = s->o.pool_size,
                                     .pool_python = s->o.pool_python, .defaults = s->o.defaults,
+                                    .ceiling = s->o.ceiling, .quota = s->token_quota, .nquota = s->ntokens,
+                                    .quota_default = s->o.quota_default,
                                     .allow_mounts = s->o.allow_mounts, .nallow = s->o.nallow,
                                     .cgroup_mode = s->o.cgroup_mode, .cgroup_prefix = s->o.cgroup_prefix,
                                     .output_budget = s->o.output_budget,
@@ -369,7 +384,7 @@ xb_server_close(struct xb_server *s)
         xb_loop_free(s->loop);
         xb_rest_clear(&s->rest);
         xb_tokens_free(&(struct xb_tokens){ .token = s->tokens, .admin = s->token_admin, .name = s->token_name,
-                                            .n = s->ntokens });
+                                          .quota = s->token_quota, .n = s->ntokens });
         free(s);
 }
 

@@ -23,6 +23,8 @@ struct xb_server_opts {
         unsigned max_sandboxes;
         unsigned pool_size;
         struct xb_limits defaults;    /* sandbox limits when a request sets none */
+        struct xb_limits ceiling;     /* --max-*: the most a request may set; 0 the host's */
+        struct xb_quota quota_default;   /* --tenant-quota: tokens without their own */
         const char *const *allow_mounts;
         size_t nallow;
         enum xb_cgroup_mode cgroup_mode;
@@ -71,6 +73,7 @@ struct xb_server {
         size_t ntokens;
         bool *token_admin;            /* per token (daemon/tokens.h) */
         char **token_name;            /* per token, or NULL */
+        struct xb_quota *token_quota; /* per token: its own fields over --tenant-quota */
         int sigfd;
         struct xb_io sig_io;
         bool stopping;

@@ -3,6 +3,9 @@
  *     TOKEN                    a tenant
  *     TOKEN admin              a tenant that sees the server's global figures
  *     TOKEN name=ci admin      ... labelled tenant="ci" in metrics
+ *     TOKEN sandboxes=4 execs=8 rate=30 memory=8G disk=8G
+ *                              a tenant's own quotas (core/quota.h), over
+ *                              --tenant-quota field by field
  *     # a comment              (also after the words of a line)
  * Older files, tokens split by any blanks, mean the same as before: a
  * token is a word of 16 characters or more, and the short words here
@@ -34,17 +37,22 @@ add(struct xb_tokens *t, const char *tok, struct xb_err *err)
         char **v = realloc(t->token, (t->n + 2) * sizeof(char *));
         char **nm;
         bool *ad;
+        struct xb_quota *q;
 
         if (v)
                 t->token = v;
+        q = realloc(t->quota, (t->n + 1) * sizeof(*q));
+        if (q)
+                t->quota = q;
         nm = realloc(t->name, (t->n + 1) * sizeof(char *));
         if (nm)
                 t->name = nm;
         ad = realloc(t->admin, (t->n + 1) * sizeof(bool));
         if (ad)
                 t->admin = ad;
-        if (!v || !nm || !ad || !(t->token[t->n] = strdup(tok)))
+        if (!v || !nm || !ad || !q || !(t->token[t->n] = strdup(tok)))
                 return xb_err_set(err, ENOMEM, "token");
+        t->quota[t->n] = (struct xb_quota){ 0 };
         t->name[t->n] = NULL;
         t->admin[t->n] = false;
         t->token[++t->n] = NULL;
@@ -54,7 +62,8 @@ add(struct xb_tokens *t, const char *tok, struct xb_err *err)
 static int
 word(struct xb_tokens *t, const char *w, size_t line_first, unsigned lineno, struct xb_err *err)
 {
-        bool attr = strcmp(w, "admin") == 0 || strncmp(w, "name=", 5) == 0;
+        /* Quota words were too short to be tokens in older files. */
+        bool attr = strcmp(w, "admin") == 0 || strncmp(w, "name=", 5) == 0 || xb_quota_is_word(w);
 
         if (!attr) {
                 if (strlen(w) < 16)
@@ -66,6 +75,11 @@ word(struct xb_tokens *t, const char *w, size_t line_first, unsigned lineno, str
         if (w[0] == 'a') {
                 t->admin[t->n - 1] = true;
                 return 0;
+        }
+        if (xb_quota_is_word(w)) {
+                int r = xb_quota_word(&t->quota[t->n - 1], w, err);
+
+                return r < 0 ? xb_err_wrap(err, "token file line %u", lineno) : 0;
         }
         if (!name_ok(w + 5))
                 return xb_err_msg(err, EINVAL,
@@ -122,5 +136,6 @@ xb_tokens_free(struct xb_tokens *t)
         free(t->token);
         free(t->name);
         free(t->admin);
+        free(t->quota);
         *t = (struct xb_tokens){ 0 };
 }

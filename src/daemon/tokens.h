@@ -1,15 +1,17 @@
 /* The token file's format: which bearer tokens exist, which are admins,
- * and the names tenants go by in metrics. See README.md, "Tokens". */
+ * the names tenants go by in metrics, and their quotas. See README.md, "Tokens". */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
+#include "core/quota.h"
 
 struct xb_tokens {
         char **token;                 /* NULL-terminated; index = tenant */
         bool *admin;
         char **name;                  /* NULL where the file gives none */
+        struct xb_quota *quota;       /* the line's quota words; 0 fields where it gives none */
         size_t n;
 };
 

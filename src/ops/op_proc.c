@@ -13,6 +13,7 @@
 #include "base/base64.h"
 #include "base/cleanup.h"
 #include "core/core.h"
+#include "core/quota.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -199,7 +200,7 @@ start_cmd(struct xb_core *s, int tenant, json_t *args, struct xb_call *c, bool b
                 fail_invalid(c, &err, background ? XB_E_INVALID_PROCESS_START : XB_E_INVALID_COMMAND);
                 return NULL;
         }
-        p = xb_proc_start(x, &cs.spec, background, &err);
+        p = xb_quota_check_exec(x, &err) < 0 ? NULL : xb_proc_start(x, &cs.spec, background, &err);
         cmd_spec_free(&cs);
         if (!p) {
                 xb_call_fail(c, &err);

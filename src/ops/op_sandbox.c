@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "core/core.h"
+#include "core/quota.h"
 #include "core/templates.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
@@ -208,8 +209,15 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         struct xb_sbx *x;
         struct xb_netpol *pol = NULL;
 
-        if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0 ||
-            parse_mounts(args, binds, &nbinds, &err) < 0 ||
+        if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0) {
+                fail_invalid(c, &err, XB_E_INVALID);
+                return;
+        }
+        if (xb_quota_check_limits(s, &l, &err) < 0) {
+                xb_call_fail(c, &err);
+                return;
+        }
+        if (parse_mounts(args, binds, &nbinds, &err) < 0 ||
             xb_jsonv_seconds(args, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
             xb_jsonv_seconds(args, "paused_ttl_s", 1, paused_max / 1000.0, &paused_ttl, &err) < 0 ||
             xb_jsonv_seconds(args, "max_lifetime_s", 1, life_max / 1000.0, &life, &err) < 0 ||

@@ -80,6 +80,32 @@ tenants(struct xb_buf *b, const struct xb_metrics *m, const struct xb_tenant_met
                 execs(b, "execbox_tenant_execs_total", t[i].name, t[i].execs_by_status);
 }
 
+/* Each tenant's quotas (core/quota.h) that are set: tenant's own, or all for an admin (-1). */
+static void
+quotas(struct xb_buf *b, const struct xb_core *s, int only)
+{
+        static const char *const res[] = { "sandboxes", "execs", "rate_per_minute", "memory_bytes", "disk_bytes" };
+        bool any = false;
+
+        for (size_t i = 0; i < s->o.nquota && i < s->m.ntenants; i++) {
+                const struct xb_quota *q = &s->o.quota[i];
+                const uint64_t v[] = { q->sandboxes, q->execs, q->rate, q->memory, q->disk };
+
+                if (only >= 0 && (size_t)only != i)
+                        continue;
+                for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+                        if (!v[k])
+                                continue;
+                        if (!any)
+                                family(b, "execbox_tenant_quota", "gauge",
+                                       "A tenant's quota, by resource (none: no quota of that kind).");
+                        any = true;
+                        xb_buf_printf(b, "execbox_tenant_quota{tenant=\"%s\",resource=\"%s\"} %llu\n",
+                                      s->m.tenant[i].name, res[k], (unsigned long long)v[k]);
+                }
+        }
+}
+
 static void
 one_request_count(void *data, const char *method, const char *pattern, unsigned status, uint64_t n)
 {
@@ -124,6 +150,7 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
         family(b, "execbox_execs_total", "counter", "Commands finished, by verdict.");
         execs(b, "execbox_execs_total", NULL, tm ? tm->execs_by_status : m->execs_by_status);
         tenants(b, m, tm);
+        quotas(b, s, tm ? tenant : -1);
         if (tm)
                 return;
         gauge(b, "execbox_pool_ready", "Warm sandboxes waiting to be claimed.", s->npool);

@@ -30,6 +30,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_SANDBOX_UNAVAILABLE] = { 503, "retry in a few seconds: the server is short of file descriptors, "
                                            "memory or disk; delete sandboxes you no longer need" },
         [XB_E_TOO_MANY_SANDBOXES] = { 429, "delete sandboxes you no longer need" },
+        [XB_E_OVER_CEILING] = { 400, "ask for at most the server's ceilings" },
+        [XB_E_OVER_QUOTA] = { 429, "wait, or free what your tenant holds" },
         [XB_E_INVALID_MOUNT] = { 400, "mount only directories the operator allowed with --allow-mount" },
         [XB_E_INVALID_TEMPLATE] = { 400, "leave `template` out, or use \"base\"" },
         [XB_E_TEMPLATE_NOT_FOUND] = { 404, "list templates with GET /v1/templates; make one with POST "
@@ -180,6 +182,13 @@ xb_rest_fail(struct xb_req *r, const struct xb_err *err)
         const struct xb_rest_status *st = xb_rest_status(err->ecode);
         char buf[XB_REST_MSG_MAX];
 
+        /* RFC 9110 15.5.20: a 429 may say when to come back. */
+        if (st->status == 429) {
+                char secs[16];
+
+                snprintf(secs, sizeof(secs), "%u", err->retry_s ? err->retry_s : 1);
+                xb_req_add_reply_header(r, "Retry-After", secs);
+        }
         xb_reply_error(r, st->status, xb_ecode_name(err->ecode), err->hint ? err->hint : st->hint, "%s",
                        xb_rest_message(err, buf, sizeof(buf)));
 }

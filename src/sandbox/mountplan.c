@@ -18,6 +18,10 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "sandbox/pools.h"
+
+#define XB_STR_(x) #x
+#define XB_STR(x) XB_STR_(x)
 
 /* The table below is laid out by hand. */
 /* clang-format off */
@@ -469,10 +473,11 @@ step(const struct xb_mop_step *s, int devnull_fd, struct xb_err *err)
                         return xb_err_set(err, errno, "mount proc");
                 return 0;
         case XB_MOP_DEVPTS:
+                /* max=: its own share of kernel.pty.max (pools.h). */
                 if ((r = mkdir_p(s->dest, 0755, true)) < 0)
                         return xb_err_set(err, -r, "create /%s", s->dest);
                 if (mount("devpts", s->dest, "devpts", MS_NOSUID | MS_NOEXEC,
-                          "newinstance,ptmxmode=0666,mode=0620,gid=5") < 0)
+                          "newinstance,ptmxmode=0666,mode=0620,gid=5,max=" XB_STR(XB_SBX_PTYS)) < 0)
                         return xb_err_set(err, errno, "mount devpts");
                 return 0;
         case XB_MOP_DIR:

@@ -17,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -30,6 +31,7 @@
 #include "proto/wire.h"
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
+#include "sandbox/pools.h"
 #include "sandbox/runtime.h"
 #include "sandbox/etcview.h"
 #include "sandbox/sandbox_int.h"
@@ -103,6 +105,12 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
                 goto fail;
         if ((r = xb_seccomp_embedded(&e->seccomp, err)) < 0)
                 goto fail;
+        {
+                struct xb_err perr = { 0 };
+
+                if (xb_pools_reserve(o->max_sandboxes, &e->sigpending, &perr) < 0)
+                        snprintf(e->pools_warning, sizeof(e->pools_warning), "%s", perr.msg);
+        }
         if ((r = xb_runtime_init_image(e->runtime_fd, err)) < 0)
                 goto fail;
         e->init_fd = r;
@@ -186,6 +194,7 @@ struct child_args {
         const struct xb_bind *binds;  /* resolved */
         size_t nbinds;
         const char *root_opts;        /* the root overlay's options; NULL: tmpfs image */
+        uint64_t sigpending;
 };
 
 static int
@@ -410,6 +419,16 @@ child_setup(const struct child_args *a, struct xb_err *err)
         }
         if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
                 return xb_err_set(err, errno, "become root in the user namespace");
+        /* Pools the kernel counts per user namespace and uid, before the
+         * capabilities go (pools.h): what this sandbox takes, no other loses. */
+        if ((r = xb_pools_limit_userns(err)) < 0)
+                return r;
+        {
+                struct rlimit rl = { a->sigpending, a->sigpending };
+
+                if (setrlimit(RLIMIT_SIGPENDING, &rl) < 0)
+                        return xb_err_set(err, errno, "set RLIMIT_SIGPENDING");
+        }
         if (unshare(CLONE_NEWCGROUP) < 0)
                 return xb_err_set(err, errno, "unshare the cgroup namespace");
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -676,7 +695,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
         if (pid == 0) {
                 struct child_args a = { .sock = child_sock, .net_sock = child_net, .init_fd = e->init_fd, .plan = &plan,
                                         .seccomp = &e->seccomp, .cfg = cfg, .binds = binds,
-                                        .nbinds = cfg->nbinds, .root_opts = opts[0] };
+                                        .nbinds = cfg->nbinds, .root_opts = opts[0], .sigpending = e->sigpending };
 
                 close(sock);
                 if (net_sock >= 0)

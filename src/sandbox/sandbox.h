@@ -51,6 +51,7 @@ struct xb_engine_opts {
          * layered root) belong to on the host; unset: the directory's owner. */
         bool mount_owner_set;
         uint32_t mount_uid, mount_gid;
+        unsigned max_sandboxes;       /* the host's pools are raised for this many (pools.h); 0 not */
 };
 
 /* What every sandbox of one process shares: built once. */
@@ -70,6 +71,8 @@ struct xb_engine {
         uint32_t mount_uid, mount_gid;
         char **allow;
         size_t nallow;
+        uint64_t sigpending;          /* each sandbox's RLIMIT_SIGPENDING (pools.h) */
+        char pools_warning[240];      /* why a host pool could not be raised, or "" */
 };
 
 struct xb_sandbox_config {

@@ -311,11 +311,12 @@ NAMES = {
             "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "layers", "store-size", "mount-owner", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
+              "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota", "layers", "store-size", "mount-owner", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
               "require-guide",
               "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
               "dns-server", "network-connections", "network-rate", "paused-ttl", "max-lifetime", "help"],
-    "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "allow-mount", "conformance-fixtures",
+    "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus",
+            "max-disk", "allow-mount", "conformance-fixtures",
             "cgroup", "cgroup-prefix", "verbose", "help"],
 }
 

@@ -89,3 +89,28 @@ Test(metrics, histogram_edges)
         cr_assert_eq(h.count, 4);
         cr_assert_str_eq(xb_hist_bound_le[XB_HIST_NB - 1], "300");
 }
+
+Test(tokens, quota_words)
+{
+        struct xb_tokens t = { 0 };
+        struct xb_err err = { 0 };
+        struct xb_quota dflt = { .sandboxes = 9, .rate = 7 };
+
+        cr_assert_eq(xb_tokens_parse(T1 " sandboxes=4 execs=8 memory=8G disk=1G name=a\n" T2 " admin\n", &t, &err),
+                     0, "%s", err.msg);
+        cr_assert_eq(t.n, 2);
+        cr_assert_eq(t.quota[0].sandboxes, 4);
+        cr_assert_eq(t.quota[0].execs, 8);
+        cr_assert_eq(t.quota[0].memory, 8ULL << 30);
+        cr_assert_eq(t.quota[0].disk, 1ULL << 30);
+        cr_assert_eq(t.quota[1].sandboxes, 0);
+        cr_assert_str_eq(t.name[0], "a");
+        xb_quota_merge(&dflt, &t.quota[0]);
+        cr_assert_eq(dflt.sandboxes, 4);    /* the token's own wins */
+        cr_assert_eq(dflt.rate, 7);         /* the default fills the rest */
+        xb_tokens_free(&t);
+        cr_assert_lt(xb_tokens_parse(T1 " rate=fast\n", &t, &err), 0);
+        cr_assert(strstr(err.msg, "line 1") && strstr(err.msg, "rate"), "%s", err.msg);
+        xb_tokens_free(&t);
+        cr_assert_lt(xb_quota_parse("sandboxes=2,bogus=1", &dflt, &err), 0);
+}
