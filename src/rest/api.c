@@ -12,6 +12,7 @@
 #include "ops/jsonv.h"
 #include "ops/tool_result.h"
 #include "rest/rest.h"
+#include "rest/status.h"
 #include "rest/call.h"
 
 void
@@ -41,14 +42,12 @@ xb_api_sandbox(struct xb_req *r)
 {
         struct xb_core *s = xb_rest_of(r)->core;
         const char *id = xb_req_param(r, 0);
-        struct xb_sbx *x = xb_sbx_find(s, id, xb_req_tenant(r));
+        struct xb_err err = { 0 };
+        /* As an operation's: paused is 409, one that ended lately is 410. */
+        struct xb_sbx *x = xb_sbx_use(s, id, xb_req_tenant(r), &err);
 
-        if (!x) {
-                xb_reply_error(r, 404, "sandbox_not_found",
-                               "list your sandboxes with GET /v1/sandboxes, or create one with POST /v1/sandboxes",
-                               "no sandbox with id `%.64s`", id ? id : "");
-                return NULL;
-        }
+        if (!x)
+                xb_rest_fail(r, &err);
         return x;
 }
 

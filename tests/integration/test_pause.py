@@ -128,7 +128,7 @@ def test_paused_metric_and_delete_while_paused(server):
     expect(server.delete(f"/v1/sandboxes/{sid}"), 204)
     m = parse_prometheus(server.get("/metrics").text)
     assert m["execbox_sandboxes_paused"] == before.get("execbox_sandboxes_paused", 0)
-    expect_error(server.post(f"/v1/sandboxes/{sid}/resume", {}), 404)
+    expect_error(server.post(f"/v1/sandboxes/{sid}/resume", {}), 410, "sandbox_gone")
 
 
 def test_auto_pause_at_ttl_then_a_request_resumes(server):
@@ -146,7 +146,7 @@ def test_auto_pause_at_ttl_then_a_request_resumes(server):
 def test_paused_ttl_ends_a_paused_sandbox(server):
     sid = server.create(paused_ttl_s=1)["id"]
     pause(server, sid)
-    assert wait_until(lambda: get(server, sid).status_code == 404, 6), get(server, sid).json()
+    assert wait_until(lambda: get(server, sid).status_code == 410, 6), get(server, sid).json()
 
 
 def test_busy_background_process_keeps_the_sandbox_past_its_idle_ttl(server):
@@ -158,7 +158,7 @@ def test_busy_background_process_keeps_the_sandbox_past_its_idle_ttl(server):
     s = get(server, busy).json()
     assert s["active"] is True and s["expires_because"] == "idle", s
     # Positive control: the idle one expires at its TTL.
-    assert wait_until(lambda: get(server, idle).status_code == 404, 4), get(server, idle).json()
+    assert wait_until(lambda: get(server, idle).status_code == 410, 4), get(server, idle).json()
     time.sleep(1.5)
     s = get(server, busy).json()
     assert s.get("state") == "running" and s["active"] is True, s
@@ -166,7 +166,7 @@ def test_busy_background_process_keeps_the_sandbox_past_its_idle_ttl(server):
     r = server.post(f"/v1/sandboxes/{busy}/processes/{pid}/wait", {"timeout_s": 10})
     expect(r, 200)
     assert get(server, busy).json()["active"] is False
-    assert wait_until(lambda: get(server, busy).status_code == 404, 4)
+    assert wait_until(lambda: get(server, busy).status_code == 410, 4)
 
 
 def test_max_lifetime_ends_a_busy_sandbox(server):
@@ -175,7 +175,7 @@ def test_max_lifetime_ends_a_busy_sandbox(server):
     s = get(server, sid).json()
     assert s["expires_because"] == "max_lifetime" and s["expires_in_ms"] <= 2000, s
     assert s["max_lifetime_s"] == 2 and s["active"] is True, s
-    assert wait_until(lambda: get(server, sid).status_code == 404, 5), get(server, sid).json()
+    assert wait_until(lambda: get(server, sid).status_code == 410, 5), get(server, sid).json()
 
 
 def test_expiry_fields_and_limits(server):

@@ -325,7 +325,12 @@ def test_mcp_subscription_hears_a_shell_write(execbox):
         assert notes and notes[0]["params"]["uri"] == uri, seen
         # Unsubscribed: a later write says nothing.
         assert call(5, "resources/unsubscribe", {"uri": uri}).get("result") == {}
-        n = len(notes)
+        # The first write's later events (create, then write) may still be
+        # on their way: count from when they have arrived.
+        time.sleep(0.5)
+        while not lines.empty():
+            seen.append(lines.get())
+        n = len([m for m in seen if m.get("method") == "notifications/resources/updated"])
         call(6, "tools/call", {"name": "run_command", "arguments": {"cmd": "echo again > /home/user/sub.txt"}})
         time.sleep(1)
         while not lines.empty():
@@ -347,13 +352,20 @@ def test_watcher_reports_its_directory_gone_and_an_attached_stream_does_not_hold
         server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events").json()), 5)
     assert o and o["ended"] is True, o
     expect_error(server.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 404, "watcher_not_found")
-    # A stream attached to a process that never ends: the lease still runs out.
+    # A running process keeps the sandbox active (the lifetime rule); a
+    # stream attached to it adds nothing: once the process is killed, the
+    # stream ends with its result and the idle lease runs out as usual.
     p = start(server, sid, cmd="sleep 1000")
     t0 = time.monotonic()
     resp = requests.get(f"{server.url}/v1/sandboxes/{sid}/processes/{p['pid']}/stream",
                         headers={**server.headers(), "Accept": "text/event-stream"}, stream=True, timeout=30)
     expect(resp, 200)
+    killer = threading.Timer(1.0, lambda: server.post(f"/v1/sandboxes/{sid}/processes/{p['pid']}/signal",
+                                                      {"signal": "KILL"}))
+    killer.start()
     events = sse_events(resp, t0)
+    killer.join()
     assert events and events[-1][1] in ("result", "error"), events
-    assert time.monotonic() - t0 < 15, "the attached stream kept the sandbox alive"
+    assert wait_until(lambda: server.get(f"/v1/sandboxes/{sid}").status_code == 410, 10), \
+        "the attached stream kept the sandbox alive"
     expect_error(server.get(f"/v1/sandboxes/{sid}"), 410, "sandbox_gone")
