@@ -187,14 +187,14 @@ $(BUILD)/fuzz/fuzz_jsonv: tests/fuzz/fuzz_jsonv.c src/ops/jsonv.c src/proc/env.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS)
 
-$(BUILD)/fuzz/fuzz_route: tests/fuzz/fuzz_route.c src/transport/route.c
+$(BUILD)/fuzz/fuzz_route: tests/fuzz/fuzz_route.c src/transport/route.c src/transport/guard.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $(filter %.c,$^)
 
 # The session event parser is static: the target includes session_io.c. The
 # spawn code in that file is never called there, so what it calls is left
 # unresolved (hence no PIE) rather than linking the engine.
-$(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c src/core/session_io.c src/base/buf.c src/base/err.c \
+$(BUILD)/fuzz/fuzz_session: tests/fuzz/fuzz_session.c src/core/session_io.c src/core/cell_budget.c src/base/buf.c src/base/err.c \
   src/base/fd.c src/base/loop.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fno-pie -no-pie -Wl,--unresolved-symbols=ignore-in-object-files \

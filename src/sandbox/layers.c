@@ -91,7 +91,7 @@ xb_layers_base_prepare(const char *runtime_dir, const struct xb_host_layout *l, 
         /* Versioned by its content: a new skeleton is a new directory, and
          * running sandboxes keep the one they mounted. */
         char path[4096], tmp[4200];
-        _cleanup_close_ int rt = -EBADF, d = -EBADF;
+        _cleanup_close_ int d = -EBADF;
         int r;
 
         snprintf(path, sizeof(path), "%s/base-root-v1-%s%s%s%s", runtime_dir, l->merged_usr ? "m" : "s",
