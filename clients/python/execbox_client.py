@@ -232,7 +232,8 @@ class Sandbox:
         try:
             self.delete()
         except ExecboxError as e:
-            if e.code != "sandbox_not_found":
+            # Already deleted, expired or crashed: nothing to do.
+            if e.code not in ("sandbox_not_found", "sandbox_gone"):
                 raise
 
     def _req(self, method: str, sub: str, **kw) -> Any:

@@ -468,7 +468,8 @@ export class Sandbox {
                 try {
                         await this.delete();
                 } catch (e) {
-                        if (!(e instanceof ExecboxError && e.code === "sandbox_not_found"))
+                        /* Already deleted, expired or crashed: nothing to do. */
+                        if (!(e instanceof ExecboxError && (e.code === "sandbox_not_found" || e.code === "sandbox_gone")))
                                 throw e;
                 }
         }

@@ -48,7 +48,8 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
         if (c->eng->pools_warning[0])
                 xb_warn("sandboxes share a kernel pool with each other: %s", c->eng->pools_warning);
         if (c->eng->store_error[0])
-                xb_warn("no layer store (%s): sandboxes get memory layers, without snapshots or forks",
+                xb_warn("no layer store (%s): sandboxes get the read-only image of --layers none, without installs, "
+                        "snapshots or forks",
                         c->eng->store_error);
         if ((r = xb_templates_open(c, err)) < 0) {
                 xb_audits_free(c->audits);

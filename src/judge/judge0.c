@@ -583,7 +583,7 @@ statuses_get(struct xb_req *r)
 /* batch before {}: the router takes the first match */
 const struct xb_route xb_judge_routes[] = {
         { "GET", "/api/v2/runtimes", xb_piston_runtimes, XB_ROUTE_XAUTH },
-        { "POST", "/api/v2/execute", xb_piston_execute, XB_ROUTE_XAUTH },
+        { "POST", "/api/v2/execute", xb_piston_execute, XB_ROUTE_XAUTH | XB_ROUTE_PLAINJSON },
         { "POST", "/submissions/batch", batch_post, XB_ROUTE_XAUTH },
         { "GET", "/submissions/batch", batch_get, XB_ROUTE_XAUTH },
         { "POST", "/submissions", submissions_post, XB_ROUTE_XAUTH },

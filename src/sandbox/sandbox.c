@@ -93,12 +93,17 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         if (o->layers == XB_LAYERS_DISK) {
                 struct xb_err serr = { 0 };
 
-                /* No btrfs here (no module, no loop devices in a container,
-                 * no mkfs.btrfs): memory layers, and the caller says why. */
+                /* No btrfs here (no module, no loop devices in a container or
+                 * a unit with PrivateDevices, no mkfs.btrfs): the read-only
+                 * image of --layers none, which works everywhere, and the
+                 * caller says why. */
                 if (xb_store_open(o->state_dir ? o->state_dir : "/var/lib/execbox",
                                   o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR,
-                                  o->store_size ? o->store_size : XB_STORE_SIZE_DEFAULT, &e->store, &serr) < 0)
+                                  o->store_size ? o->store_size : XB_STORE_SIZE_DEFAULT, &e->store, &serr) < 0) {
                         snprintf(e->store_error, sizeof(e->store_error), "%s", serr.msg);
+                        free(e->base_root);
+                        e->base_root = NULL;
+                }
         }
         if ((r = xb_cgroup_sys_open(o->cgroup_mode, o->cgroup_parent ? o->cgroup_parent : "execbox",
                                     &e->cgroups, err)) < 0)

@@ -66,7 +66,7 @@ struct xb_engine {
         char *base_root;              /* the base root skeleton (layers.h); NULL: no layers */
         char *dpkg_fix;               /* the layer over host /var/lib/dpkg (layers.h) */
         struct xb_store *store;       /* the disk layers; NULL: none */
-        char store_error[256];        /* why there is no store although asked for (memory layers instead) */
+        char store_error[256];        /* why there is no store although asked for (the read-only image instead) */
         bool mount_owner_set;         /* xb_engine_opts */
         uint32_t mount_uid, mount_gid;
         char **allow;

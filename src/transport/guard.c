@@ -253,7 +253,8 @@ http_guard_content_type(struct xb_req *r, const char *method)
          * request carries nothing a page chose. */
         if (sink ? strcmp(method, "POST") || !ct || !is_form_type(ct) || preflighted(r)
                  : !has_body(r) || !ct || is_json(ct) ||
-                   ((r->route->flags & XB_ROUTE_ANYTYPE) && preflighted(r)))
+                   ((r->route->flags & XB_ROUTE_ANYTYPE) && preflighted(r)) ||
+                   ((r->route->flags & XB_ROUTE_PLAINJSON) && !strncasecmp(ct, "text/plain", 10)))
                 return true;
         if (sink)
                 xb_reply_error(r, 415, "unsupported_media_type",

@@ -41,6 +41,10 @@ typedef void (*xb_handler)(struct xb_req *req);
 /* The body is of the route's own type when a credential header (which
  * forces a preflight) comes with it: E2B's multipart and raw /files. */
 #define XB_ROUTE_ANYTYPE 0x100u
+/* Its clients send JSON as text/plain (npm's piston-client: fetch with a
+ * string body). A foreign Origin is still refused; browsers send Origin
+ * with every cross-origin POST. */
+#define XB_ROUTE_PLAINJSON 0x200u
 #define XB_SHARE_PARAM "xb_share"
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };

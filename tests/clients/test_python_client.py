@@ -84,9 +84,9 @@ def test_sandbox_lifecycle(xb):
         assert s.refresh()["timeout_s"] == 600
     finally:
         s.delete()
-    raises("sandbox_not_found", 404, xb.get_sandbox, s.id)
-    raises("sandbox_not_found", 404, s.exec, "true")
-    raises("sandbox_not_found", 404, xb.delete_sandbox, s.id)
+    raises("sandbox_gone", 410, xb.get_sandbox, s.id)
+    raises("sandbox_gone", 410, s.exec, "true")
+    raises("sandbox_gone", 410, xb.delete_sandbox, s.id)
 
 
 def test_sandbox_context_manager_deletes(xb):

@@ -114,9 +114,9 @@ test("sandbox lifecycle", async () => {
         assert.equal((await xb.getSandbox(s.id)).info.id, s.id);
         assert.equal((await s.keepalive(600)).timeout_s, 600);
         await s.delete();
-        await rejects(s.refresh(), "sandbox_not_found", 404);
+        await rejects(s.refresh(), "sandbox_gone", 410);
         await s[Symbol.asyncDispose]();  // already gone: not an error
-        await rejects(xb.deleteSandbox(s.id), "sandbox_not_found", 404);
+        await rejects(xb.deleteSandbox(s.id), "sandbox_gone", 410);
         await rejects(xb.createSandbox({ timeout_s: -1 }), "invalid_request", 400);
 });
 

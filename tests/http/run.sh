@@ -58,7 +58,7 @@ start() {   # start NAME ARGS...: sets URL
         fail "the server did not start: $(cat "$W/$name.err")"
 }
 
-sandbox() { curl -sf -X POST -H "Authorization: Bearer $TOKEN" -d '{}' "$URL/v1/sandboxes" |
+sandbox() { curl -sf -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{}' "$URL/v1/sandboxes" |
             python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
 
 say "node fetch: early errors"

@@ -149,3 +149,17 @@ def test_uploads_take_any_type_a_page_cannot_send_them(server):
     # Bodiless POSTs carry nothing a page chose, whatever their type.
     expect(raw(server, "POST", f"/v1/sandboxes/{sid}/keepalive", b"",
                {"Content-Type": "application/x-www-form-urlencoded"}), 200)
+
+
+def test_piston_takes_text_plain_json_but_never_from_a_foreign_origin(server):
+    """npm's piston-client posts its JSON as text/plain (fetch with a string
+    body), so Piston's execute route takes that type; a page of a foreign
+    origin still cannot use it (browsers send Origin with every cross-origin
+    POST), and other routes still refuse it."""
+    body = json.dumps({"language": "python", "version": "*", "files": [{"content": "print(6 * 7)"}]})
+    plain = {"Content-Type": "text/plain;charset=UTF-8"}
+    expect_error(raw(server, "POST", "/api/v2/execute", body, dict(plain, Origin=EVIL)), 403, "forbidden_origin")
+    r = raw(server, "POST", "/api/v2/execute", body, plain)
+    expect(r, 200)
+    assert r.json()["run"]["stdout"] == "42\n", r.json()
+    expect_error(raw(server, "POST", "/v1/sandboxes", "{}", plain), 415, "unsupported_media_type")

@@ -51,8 +51,8 @@ for (const n of ['run_command', 'run_code', 'read_file', 'write_file', 'edit_fil
 }
 // (With --conformance-fixtures the suite's test tools are listed too.)
 const ours = tools.filter((t) => !t.name.startsWith('test_') && t.name !== 'json_schema_2020_12_tool');
-check(ours.length === 16 && ours.every((t) => t.outputSchema && t.inputSchema && t.annotations && t.title),
-      'each of the 16 tools has a title, schemas and annotations');
+check(ours.length === 20 && ours.every((t) => t.outputSchema && t.inputSchema && t.annotations && t.title),
+      'each of the 20 tools has a title, schemas and annotations');
 
 // A plot: the image block must hold a PNG (signature, then an IHDR chunk
 // with a sane size).
@@ -135,7 +135,7 @@ await transport.terminateSession();
 await client.close();
 const base = new URL('/', url);
 const after = await fetch(new URL(`/v1/sandboxes/${sandbox}`, base), { headers: auth });
-check(after.status === 404, `after terminateSession GET /v1/sandboxes/${sandbox} is 404`, after.status);
+check(after.status === 410, `after terminateSession GET /v1/sandboxes/${sandbox} is 410 gone`, after.status);
 const list = await (await fetch(new URL('/v1/sandboxes', base), { headers: auth })).json();
 check(!list.sandboxes.some((s) => s.id === sandbox), 'no sandbox is left', list);
 

@@ -232,7 +232,7 @@ def test_completion_script_loads_in_bash():
     ("execbox s", ["serve"]),
     ("execbox m", ["mcp"]),
     ("execbox ", ["help", "mcp", "run", "serve", "version", "--help", "--version"]),
-    ("execbox serve --cg", ["--cgroup"]),
+    ("execbox serve --cg", ["--cgroup", "--cgroup-prefix"]),
     ("execbox serve --cgroup ", ["auto", "v1", "v2"]),
     ("execbox run --output-limit", ["--output-limit", "--output-limit-kill"]),
     ("execbox mcp --se", ["--server"]),
