@@ -236,17 +236,58 @@ create_status(const struct xb_err *err)
         }
 }
 
+/* A create answers once the sandbox is up (a cold start waits for init):
+ * aux holds the request's body, the op's args and whether the network was
+ * narrowed on purpose. */
+static void
+created(struct xb_req *r, struct e2b_async *a, json_t *res, const struct xb_err *err)
+{
+        json_t *body = json_object_get(a->aux, "body"), *args = json_object_get(a->aux, "args"), *v;
+        const char *name = json_string_value(json_object_get(body, "templateID")), *id;
+        struct e2b_sbx *s;
+
+        /* Internet access is E2B's default (the Python SDK always asks for
+         * it): where the operator allows less, the sandbox gets the
+         * server's default, and getInfo says what it has. */
+        if (err && a->step == 0 && !json_is_true(json_object_get(a->aux, "narrowed")) &&
+            (err->ecode == XB_E_NETWORK_FORBIDDEN || err->ecode == XB_E_NETWORK_UNAVAILABLE)) {
+                json_object_del(args, "network");
+                a->step = 1;
+                e2b_async_run(a, "sandbox_create", args, 0);
+                return;
+        }
+        if (err) {
+                api_error(r, create_status(err), "%s", err->msg);
+                e2b_async_free(a);
+                return;
+        }
+        id = json_string_value(json_object_get(res, "id"));
+        s = id ? e2b_sbx_add(a->e, id, a->tenant) : NULL;
+        if (!s) {
+                json_decref(res);
+                api_error(r, 503, "out of memory");
+                e2b_async_free(a);
+                return;
+        }
+        snprintf(s->template_id, sizeof(s->template_id), "%s", name ? name : "base");
+        s->started_unix_ms = (uint64_t)json_integer_value(json_object_get(res, "created_at_ms"));
+        if (json_is_object(v = json_object_get(body, "network")))
+                s->network = json_incref(v);
+        json_decref(res);
+        xb_reply_json(r, 201, sandbox_ref(s));
+        e2b_async_free(a);
+}
+
 static void
 create(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
-        _cleanup_(xb_json_decrefp) json_t *body = NULL, *args = NULL, *res = NULL;
-        struct xb_err err = { 0 };
-        const char *name, *tmpl, *id;
-        struct e2b_sbx *s;
+        _cleanup_(xb_json_decrefp) json_t *body = NULL, *args = NULL;
+        const char *name, *tmpl;
+        struct e2b_async *a;
         json_t *t, *v, *pol;
         bool narrowed = false;
-        int rc, tenant = tenant_of(r);
+        int tenant = tenant_of(r);
 
         if (tenant < 0 || !(body = body_of(r)) || refuse_unsupported(r, body) < 0)
                 return;
@@ -267,29 +308,15 @@ create(struct xb_req *r)
         if (!(pol = network_policy(r, body, &narrowed)))
                 return;
         json_object_set_new(args, "network", pol);
-        rc = e2b_run_sync(e, tenant, "sandbox_create", args, &res, &err);
-        /* Internet access is E2B's default (the Python SDK always asks for
-         * it): where the operator allows less, the sandbox gets the
-         * server's default, and getInfo says what it has. */
-        if (rc < 0 && !narrowed && (err.ecode == XB_E_NETWORK_FORBIDDEN || err.ecode == XB_E_NETWORK_UNAVAILABLE)) {
-                json_object_del(args, "network");
-                rc = e2b_run_sync(e, tenant, "sandbox_create", args, &res, &err);
-        }
-        if (rc < 0) {
-                api_error(r, create_status(&err), "%s", err.msg);
+        if (!(a = e2b_async_new(r, e, tenant, "", created)))
                 return;
-        }
-        id = json_string_value(json_object_get(res, "id"));
-        s = id ? e2b_sbx_add(e, id, tenant) : NULL;
-        if (!s) {
+        a->aux = json_pack("{s:O,s:O,s:b}", "body", body, "args", args, "narrowed", narrowed);
+        if (!a->aux) {
                 api_error(r, 503, "out of memory");
+                e2b_async_free(a);
                 return;
         }
-        snprintf(s->template_id, sizeof(s->template_id), "%s", name ? name : "base");
-        s->started_unix_ms = (uint64_t)json_integer_value(json_object_get(res, "created_at_ms"));
-        if (json_is_object(v = json_object_get(body, "network")))
-                s->network = json_incref(v);
-        xb_reply_json(r, 201, sandbox_ref(s));
+        e2b_async_run(a, "sandbox_create", json_object_get(a->aux, "args"), 0);
 }
 
 /* "k=v&k2=v2", each side percent-encoded: whether metadata has them all. */
