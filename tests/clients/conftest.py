@@ -21,12 +21,7 @@ TOKEN = "clients-test-token-5d1f0c9a"
 
 @pytest.fixture(scope="session")
 def execbox() -> str:
-    if os.geteuid() != 0:
-        pytest.exit("execbox needs root to create sandboxes; run the suite as root", returncode=2)
-    path = os.environ.get("EXECBOX")
-    if not path or not os.access(path, os.X_OK):
-        pytest.exit("EXECBOX is not set to an executable: run the suite with `make clients-test`", returncode=2)
-    return os.path.realpath(path)
+    return server_fixture.binary_under_test("clients-test")
 
 
 @pytest.fixture(scope="session")
@@ -38,8 +33,4 @@ def token() -> str:
 @pytest.fixture(scope="module")
 def xbserver(execbox, tmp_path_factory):
     """A server that needs TOKEN, for every test of a module."""
-    srv = server_fixture.start_server(execbox, str(tmp_path_factory.mktemp("srv")), tokens=[TOKEN])
-    yield srv
-    problems = server_fixture.finish_server(srv)
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+    yield from server_fixture.served(execbox, str(tmp_path_factory.mktemp("srv")), [TOKEN])

@@ -559,6 +559,25 @@ def finish_server(srv: Server) -> list[str]:
     return problems
 
 
+def binary_under_test(target: str) -> str:
+    """EXECBOX, checked: suites outside tests/integration start from this."""
+    if os.geteuid() != 0:
+        pytest.exit("execbox needs root to create sandboxes; run the suite as root", returncode=2)
+    path = os.environ.get("EXECBOX")
+    if not path or not os.access(path, os.X_OK):
+        pytest.exit(f"EXECBOX is not set to an executable: run the suite with `make {target}`", returncode=2)
+    return os.path.realpath(path)
+
+
+def served(execbox: str, base_dir: str, tokens: list[str]):
+    """A generator fixture body: one server with these tokens, checked at the end."""
+    srv = start_server(execbox, base_dir, tokens=tokens)
+    yield srv
+    problems = finish_server(srv)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
 @pytest.fixture
 def server_factory(execbox, tmp_path):
     """start(*args, tokens=None, no_auth=None, pool=2, env=None) -> Server.
