@@ -161,8 +161,9 @@ tombs_load(struct xb_core *s)
                 int tenant = 0, end = 0;
                 json_int_t at = 0;
 
-                if (j && json_unpack(j, "{s:s,s:i,s:i,s:I,s:s}", "id", &id, "tenant", &tenant, "end", &end, "at_ms",
-                                     &at, "why", &why) == 0 &&
+                if (j &&
+                    json_unpack(j, "{s:s,s:i,s:i,s:I,s:s}", "id", &id, "tenant", &tenant, "end", &end, "at_ms", &at,
+                                "why", &why) == 0 &&
                     strlen(id) == XB_SANDBOX_ID_LEN && at > 0 && (uint64_t)at <= unow &&
                     unow - (uint64_t)at <= XB_TOMB_KEEP_MS) {
                         struct xb_tomb *t = &s->tombs[s->tomb_next];
@@ -212,7 +213,7 @@ xb_records_open(struct xb_core *s)
 {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        int fd;
+        int fd, e;
 
         s->records_dir_fd = s->state_fd = -1;
         if (!s->o.state_dir)
@@ -251,15 +252,12 @@ xb_records_open(struct xb_core *s)
                 xb_warn("cannot rewrite %s/" TOMBS_LOG ": %s", s->o.state_dir, strerror(errno));
         return 0;
 fail:
-        {
-                int e = errno;
-
-                if (s->records_dir_fd >= 0)
-                        close(s->records_dir_fd);
-                close(s->state_fd);
-                s->records_dir_fd = s->state_fd = -1;
-                return -e;
-        }
+        e = errno;
+        if (s->records_dir_fd >= 0)
+                close(s->records_dir_fd);
+        close(s->state_fd);
+        s->records_dir_fd = s->state_fd = -1;
+        return -e;
 }
 
 void

@@ -132,8 +132,7 @@ loop_find(const struct stat *st, char *name, size_t len)
                 char *end;
                 int dev;
 
-                if (strncmp(de->d_name, "loop", 4) || !de->d_name[4] ||
-                    (strtoul(de->d_name + 4, &end, 10), *end))
+                if (strncmp(de->d_name, "loop", 4) || !de->d_name[4] || (strtoul(de->d_name + 4, &end, 10), *end))
                         continue;
                 snprintf(name, len, "/dev/%s", de->d_name);
                 dev = open(name, O_RDWR | O_CLOEXEC);
