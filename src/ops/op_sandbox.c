@@ -377,6 +377,8 @@ op_keepalive(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 return;
         }
         xb_sbx_touch(x, ttl);
+        if (ttl)
+                xb_record_save(x);   /* a new timeout_s */
         xb_call_done(c, xb_sbx_json(x));
 }
 

@@ -72,6 +72,9 @@ def test_sandboxes_of_a_killed_daemon_are_reaped_and_answer_410(execbox, server_
         assert rec["id"] == a and rec["tenant"] == 0 and rec["metadata"] == {"owner": "alice"}, rec
         assert rec["limits"]["memory"] > 0 and rec["timeout_s"] > 0, rec
         assert json.load(open(os.path.join(rdir, f"{b}.json")))["user"] == "root"
+        # A keepalive with a new timeout is kept too.
+        expect(s1.post(f"/v1/sandboxes/{a}/keepalive", {"timeout_s": 4321}), 200)
+        assert json.load(open(os.path.join(rdir, f"{a}.json")))["timeout_s"] == 4321
     finally:
         os.kill(s1.pid, signal.SIGKILL)
         s1.proc.wait(10)
