@@ -200,6 +200,10 @@ reap_record(struct xb_core *s, const char *name)
                 t->end = XB_SBX_SHUTDOWN;
                 t->ended_ms = xb_now_ms();
                 snprintf(t->why, sizeof(t->why), "%s", REAPED_WHY);
+                /* Its cgroup, should its uid slot be taken again meanwhile. */
+                if (s->eng && json_is_integer(json_object_get(j, "slot")) &&
+                    json_integer_value(json_object_get(j, "slot")) >= 0)
+                        xb_engine_reap_slot(s->eng, (uint32_t)json_integer_value(json_object_get(j, "slot")));
                 xb_info("sandbox %s (of an earlier daemon) did not survive the restart: reaped", id);
                 reaped = true;
         }
@@ -290,6 +294,8 @@ xb_record_save(struct xb_sbx *x)
         json_object_set_new(j, "version", json_integer(1));
         json_object_set_new(j, "tenant", json_integer(x->tenant));
         json_object_set_new(j, "uid", json_integer(x->uid));
+        if (x->sb)
+                json_object_set_new(j, "slot", json_integer(x->sb->uid_slot));
         if (x->lowers) {
                 json_t *a = json_array();
 

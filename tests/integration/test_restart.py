@@ -35,12 +35,14 @@ def loops_of(state_dir: str) -> list[str]:
     return [d for d in glob.glob("/sys/block/loop*") if loop_backing(d) == image]
 
 
-def wait_no_sandbox_procs(ids: set[str], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not xbhost.sandbox_procs(xbhost.proc_table()):
-            return
-        time.sleep(0.05)
+def store_of(srv: sf.Server) -> str:
+    """The store, through the server's own mount namespace."""
+    image = os.path.realpath(os.path.join(srv.state_dir, "layers.img"))
+    for line in open(f"/proc/{srv.pid}/mountinfo"):
+        f = line.split()
+        if f[4].startswith("/run/execbox/store-") and loop_backing("/sys/block/" + os.path.basename(line.split(" - ")[1].split()[1])) == image:
+            return f"/proc/{srv.pid}/root{f[4]}"
+    raise AssertionError("the store is not mounted")
 
 
 ADMIN = "restart-token-root-0123456789abc"
@@ -75,10 +77,16 @@ def test_sandboxes_of_a_killed_daemon_are_reaped_and_answer_410(execbox, server_
         # A keepalive with a new timeout is kept too.
         expect(s1.post(f"/v1/sandboxes/{a}/keepalive", {"timeout_s": 4321}), 200)
         assert json.load(open(os.path.join(rdir, f"{a}.json")))["timeout_s"] == 4321
+        cgs = [sandbox_cgroups(s1, sid) for sid in (a, b)]
     finally:
         os.kill(s1.pid, signal.SIGKILL)
         s1.proc.wait(10)
-    wait_no_sandbox_procs({a, b})
+    # Their inits die with the server (its socket closes); the next start
+    # removes their emptied cgroups.
+    deadline = time.monotonic() + 10
+    while any(cgroup_tasks(cg) for cg in cgs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(cgroup_tasks(cg) for cg in cgs), "the sandboxes outlived their killed server"
     s2 = server_factory("--token-file", tf, state_dir=state, pool=0)
     # Both are reaped, said in the log and /metrics, and answer 410 with why.
     for sid in (a, b):
@@ -102,6 +110,10 @@ def test_sandboxes_of_a_killed_daemon_are_reaped_and_answer_410(execbox, server_
     assert m["execbox_sandboxes_reaped_total"] == 2, m.get("execbox_sandboxes_reaped_total")
     assert "2 sandboxes of an earlier daemon did not survive" in s2.stderr()
     # Their writable layers are gone from the store, the server works.
+    deadline = time.monotonic() + 5
+    while not all(cgroups_gone(cg) for cg in cgs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(cgroups_gone(cg) for cg in cgs), cgs
     c = s2.create(token="restart-token-a-0123456789abcdef")["id"]
     assert s2.exec(c, cmd="echo ok", token="restart-token-a-0123456789abcdef")["stdout"] == "ok\n"
     s2.stop()
@@ -169,8 +181,10 @@ def test_a_restarted_daemon_reuses_the_stores_loop_device(server_factory, tmp_pa
 
 def test_sigkill_of_init_is_noticed_within_a_second(server_factory):
     srv = server_factory(pool=0)
-    sid = srv.create()["id"]
-    assert srv.exec(sid, cmd="echo up")["stdout"] == "up\n"
+    sid = srv.create(user="root")["id"]
+    assert srv.exec(sid, cmd="echo up > /usr/up && cat /usr/up")["stdout"] == "up\n"
+    store = store_of(srv)
+    assert sid in os.listdir(f"{store}/sbx")
     cgs = sandbox_cgroups(srv, sid)
     init = None
     for pid in cgroup_tasks(cgs):
@@ -197,4 +211,9 @@ def test_sigkill_of_init_is_noticed_within_a_second(server_factory):
     while not cgroups_gone(cgs) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert cgroups_gone(cgs), cgs
+    # Its writable layer too, and its record.
+    while sid in os.listdir(f"{store}/sbx") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sid not in os.listdir(f"{store}/sbx")
+    assert sid not in records(srv.state_dir)
     assert sid not in [x["id"] for x in srv.get("/v1/sandboxes").json()["sandboxes"]]
