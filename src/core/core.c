@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "core/audit.h"
@@ -66,6 +67,10 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return r;
         }
+        /* Records of sandboxes an earlier daemon left; their writable
+         * layers went with xb_templates_open, their cgroups go next. */
+        if ((r = xb_records_open(c)) < 0)
+                xb_warn("sandbox records and tombstones are not kept in %s: %s", o->state_dir, strerror(-r));
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);
@@ -107,6 +112,7 @@ xb_core_close(struct xb_core *c)
                 xb_timer_stop(&t);
         }
         xb_templates_close(c);
+        xb_records_close(c);
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
         xb_netsys_close(c->net);

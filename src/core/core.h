@@ -120,6 +120,9 @@ struct xb_core {
         uint64_t fds_untenanted;      /* fds.c's count when tenants have no metrics (tests) */
         struct xb_tomb tombs[XB_TOMBS_MAX];   /* a ring, oldest overwritten */
         unsigned tomb_next;
+        bool records_on;              /* state_fd and records_dir_fd are open (records.c) */
+        int state_fd, records_dir_fd;  /* state_dir and its sandboxes/ */
+        unsigned tomb_lines;          /* appended to tombs.log since its last compaction */
         struct xb_template *templates;   /* templates.h: snapshots, persisted under state_dir */
         char *templates_dir;          /* state_dir/templates; NULL: none kept */
         struct xb_quota_use *quota_use;   /* nquota + 1, made at the first use (quota.c) */
@@ -223,6 +226,17 @@ void xb_tomb_add(struct xb_core *s, const struct xb_sbx *x);
 const struct xb_tomb *xb_tomb_find(const struct xb_core *s, const char *id, int tenant);
 /* Fill err: XB_E_SANDBOX_ENDED, with when and why. Returns -ESRCH. */
 int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
+
+/* ---- what outlives the daemon (records.c) ---- */
+/* The state dir's records: tombstones read back, records of sandboxes of a
+ * daemon that died reaped into tombstones (m.sandboxes_reaped). -errno. */
+int xb_records_open(struct xb_core *s);
+void xb_records_close(struct xb_core *s);
+/* Write x's record atomically (a registered sandbox), or remove it. */
+void xb_record_save(struct xb_sbx *x);
+void xb_record_drop(struct xb_sbx *x);
+/* Append a tombstone to the state dir's log (tombs.c calls it). */
+void xb_tomb_persist(struct xb_core *s, const struct xb_tomb *t);
 
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 /* Look a sandbox up, as it is (a paused one stays paused). */

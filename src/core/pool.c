@@ -197,6 +197,7 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
         x->paused_ttl_ms = s->o.paused_ttl_ms ? s->o.paused_ttl_ms : XB_PAUSED_TTL_DEFAULT_MS;
         x->max_lifetime_ms = s->o.max_lifetime_ms ? s->o.max_lifetime_ms : XB_LIFETIME_MAX_DEFAULT_MS;
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
+        xb_record_save(x);
         /* Refill a little later: a start costs a millisecond of the loop, and
          * the client's first exec is probably on its way now. */
         if (!s->pool_timer.active)

@@ -294,6 +294,7 @@ unregister(struct xb_sbx *x)
                 struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, x->tenant);
 
                 xb_tomb_add(s, x);
+                xb_record_drop(x);
                 s->nsandboxes--;
                 if (tm)
                         tm->sandboxes--;

@@ -1,7 +1,7 @@
 /* Tombstones: what the registry remembers of a sandbox that ended, so a
  * later request for it hears why (410) rather than a bare 404. A ring of
  * XB_TOMBS_MAX entries, each kept XB_TOMB_KEEP_MS: bounded, whatever the
- * churn. Not kept across a restart of the daemon. */
+ * churn. Kept across a restart of the daemon (records.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@ xb_tomb_add(struct xb_core *s, const struct xb_sbx *x)
         t->end = x->end;
         t->ended_ms = xb_now_ms();
         snprintf(t->why, sizeof(t->why), "%s", x->error[0] ? x->error : "the sandbox ended");
+        xb_tomb_persist(s, t);
 }
 
 const struct xb_tomb *

@@ -306,6 +306,8 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         x->paused_ttl_ms = paused_ttl;
         x->max_lifetime_ms = life;
         xb_sbx_arm(x);
+        if (t || user || pol || auto_pause)
+                xb_record_save(x);   /* with what create_root did not know */
         create_answer(x, c);
 }
 
@@ -375,6 +377,8 @@ op_keepalive(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 return;
         }
         xb_sbx_touch(x, ttl);
+        if (ttl)
+                xb_record_save(x);   /* a new timeout_s */
         xb_call_done(c, xb_sbx_json(x));
 }
 

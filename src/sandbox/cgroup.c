@@ -786,7 +786,7 @@ xb_cgroup_destroy(struct xb_cgroup *cg)
 }
 
 int
-xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name)
+xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name, bool kill)
 {
         char full[96];
         int roots[NCTL + 1], n = 0, removed = 0;
@@ -802,6 +802,11 @@ xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name)
 
                 if (fd < 0)
                         continue;
+                if (!kill) {
+                        close(fd);
+                        removed += unlinkat(roots[k], full, AT_REMOVEDIR) == 0;
+                        continue;
+                }
                 /* Its owner is dead (the caller holds its uid slot), but
                  * tasks may linger if the owner died before its init did. */
                 if (xb_write_file_at(fd, "cgroup.kill", "1") < 0)

@@ -104,8 +104,9 @@ bool xb_cgroup_empty(struct xb_cgroup *cg);
  * -EBUSY (and still frees) if a directory could not be removed. */
 int xb_cgroup_destroy(struct xb_cgroup *cg);
 /* Kill what is in group `name` (without the prefix) and remove it from
- * every hierarchy; for leftovers of a dead owner. Returns how many removed. */
-int xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name);
+ * every hierarchy; for leftovers of a dead owner. kill false: remove it
+ * only where it is empty. Returns how many removed. */
+int xb_cgroup_remove_stale(struct xb_cgroup_sys *sys, const char *name, bool kill);
 /* Call fn with each existing group's name (without the prefix). */
 int xb_cgroup_sys_names(struct xb_cgroup_sys *sys, void (*fn)(const char *name, void *data), void *data);
 /* The group's name, for messages. */

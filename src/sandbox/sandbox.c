@@ -141,31 +141,6 @@ fail:
         return r;
 }
 
-static void
-reap_one(const char *name, void *data)
-{
-        struct xb_engine *e = data;
-        char *end;
-        unsigned long slot;
-
-        if (name[0] != 'u')
-                return;
-        slot = strtoul(name + 1, &end, 10);
-        if (*end || end == name + 1 || slot >= e->uids.nslots)
-                return;
-        /* Free slot, existing group: its owner died. Held slot: a live sandbox. */
-        if (xb_uidpool_try(&e->uids, (uint32_t)slot) == 0) {
-                xb_cgroup_remove_stale(e->cgroups, name);
-                xb_uidpool_release(&e->uids, (uint32_t)slot);
-        }
-}
-
-int
-xb_engine_reap_stale(struct xb_engine *e)
-{
-        return xb_cgroup_sys_names(e->cgroups, reap_one, e);
-}
-
 void
 xb_engine_close(struct xb_engine *e)
 {

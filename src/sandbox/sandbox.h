@@ -118,6 +118,9 @@ void xb_engine_close(struct xb_engine *e);
  * start depends on: callers run it when idle (serve at start-up, run
  * while its sandbox sets itself up). */
 int xb_engine_reap_stale(struct xb_engine *e);
+/* The cgroup of uid slot `slot` of a sandbox known to have ended (its
+ * record outlived it), even when the slot is in use again elsewhere. */
+void xb_engine_reap_slot(struct xb_engine *e, uint32_t slot);
 
 /* Start a sandbox; returns once the setup child has been released (init
  * announces itself with XB_EV_READY on sb->sock). */

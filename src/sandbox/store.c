@@ -114,6 +114,38 @@ loop_attach(int imgfd, char *name, size_t len, struct xb_err *err)
         return xb_err_msg(err, EBUSY, "no loop device stayed free");
 }
 
+/* The loop device already backed by the image (st), if one is: a sandbox
+ * of an earlier daemon may hold the store's superblock still. A second
+ * device over the same btrfs would be a second device with one fsid, which
+ * corrupts it; the existing one is opened (its open keeps autoclear off
+ * until the mount holds it) and checked again once open. -ENOENT: none. */
+static int
+loop_find(const struct stat *st, char *name, size_t len)
+{
+        _cleanup_closedir_ DIR *d = opendir("/sys/block");
+        struct dirent *de;
+
+        if (!d)
+                return -ENOENT;
+        while ((de = readdir(d))) {
+                struct loop_info64 li;
+                char *end;
+                int dev;
+
+                if (strncmp(de->d_name, "loop", 4) || !de->d_name[4] || (strtoul(de->d_name + 4, &end, 10), *end))
+                        continue;
+                snprintf(name, len, "/dev/%s", de->d_name);
+                dev = open(name, O_RDWR | O_CLOEXEC);
+                if (dev < 0)
+                        continue;
+                if (ioctl(dev, LOOP_GET_STATUS64, &li) == 0 && li.lo_device == (uint64_t)st->st_dev &&
+                    li.lo_inode == (uint64_t)st->st_ino)
+                        return dev;
+                close(dev);
+        }
+        return -ENOENT;
+}
+
 static int
 mount_image(const char *image, const char *mnt, uint64_t size, struct xb_err *err)
 {
@@ -144,7 +176,9 @@ mount_image(const char *image, const char *mnt, uint64_t size, struct xb_err *er
                 unlink(image);
                 return r;
         }
-        if ((r = loop_attach(img, name, sizeof(name), err)) < 0)
+        if (fresh || (r = loop_find(&st, name, sizeof(name))) < 0)
+                r = loop_attach(img, name, sizeof(name), err);
+        if (r < 0)
                 return r;
         dev = r;
         if (mount(name, mnt, "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME, "discard=async") < 0)
