@@ -343,7 +343,7 @@ xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, ui
         attach(c, call, xb_call_wants_events(call));
         if (c->stream)
                 xb_call_begin(call);   /* accepted: the stream starts now, before any output */
-        xb_sbx_touch(ss->sbx, 0);
+        xb_sbx_used(ss->sbx);
         if (ss->finished) {   /* a new cell: the end of the last one is no longer waited for */
                 xb__cell_free(ss->finished);
                 ss->finished = NULL;

@@ -116,7 +116,7 @@ def test_create_shape_and_templates(srv, sandbox):
 
 
 @pytest.mark.parametrize("body,word", [
-    ({"autoPause": True}, "autoPause"),
+    ({"autoResume": {"enabled": True}}, "autoPause"),
     ({"network": {"rules": {"example.com": [{}]}}}, "rules"),
     ({"network": {"allowOut": ["1.1.1.1"], "denyOut": ["10.0.0.0/8"]}}, "allowOut"),
     ({"volumeMounts": [{"name": "v", "path": "/mnt"}]}, "volume"),
@@ -124,6 +124,28 @@ def test_create_shape_and_templates(srv, sandbox):
 def test_unsupported_create_options_are_refused(srv, body, word):
     st, e = api(srv, "POST", "/v2/sandboxes", dict(body, templateID="base"))
     assert st == 400 and word in e["message"], e
+
+
+@pytest.mark.parametrize("path", ["/sandboxes", "/v2/sandboxes"])
+def test_auto_pause_on_both_create_bodies(srv, path):
+    st, sb = api(srv, "POST", path, {"templateID": "base", "timeout": 1, "autoPause": True})
+    assert st == 201, sb
+    sid = sb["sandboxID"]
+    try:
+        st, info = api(srv, "GET", f"/sandboxes/{sid}")
+        assert info["lifecycle"] == {"onTimeout": "pause", "autoResume": False}
+        for _ in range(50):
+            st, info = api(srv, "GET", f"/sandboxes/{sid}")
+            if info["state"] == "paused":
+                break
+            time.sleep(0.1)
+        assert info["state"] == "paused", info
+        st, _ = api(srv, "POST", f"/sandboxes/{sid}/resume", {"timeout": 60})
+        assert st == 201
+        st, info = api(srv, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running"
+    finally:
+        api(srv, "DELETE", f"/sandboxes/{sid}")
 
 
 def test_auth_is_required_and_per_tenant(srv, sandbox):
