@@ -504,11 +504,12 @@ def python_main():
     def count():
         return shell.execution_count - 1
 
-    def run(rid, code):
+    def run(rid, code, env=None):
         flush_streams()
         begin(rid)
         status = 'ok'
         S.interrupt = S.pending = False
+        old = env_swap(env or {})
         try:
             S.running = True
             r = shell.run_cell(code, store_history=True)
@@ -524,6 +525,7 @@ def python_main():
             error(rid, 'KeyboardInterrupt', '', ['KeyboardInterrupt'])
         finally:
             S.running = S.pending = False
+            env_restore(old)
         shell.exit_now = False
         flush_streams()
         if status == 'interrupted':
@@ -568,7 +570,7 @@ def python_main():
     def handle(req):
         op, rid = req.get('op'), req.get('id', 0)
         if op == 'run':
-            run(rid, str(req.get('code', '')))
+            run(rid, str(req.get('code', '')), cell_env(req))
         elif op == 'variable':
             variable(rid, req.get('name'))
         elif op == 'preload':
@@ -581,6 +583,27 @@ def python_main():
     read_requests(handle)
     flush_streams()
     os._exit(0)
+
+
+def cell_env(req):
+    """A cell's own environment ({name: value}, for that cell only)."""
+    e = req.get('env')
+    return {str(k): str(v) for k, v in e.items()} if isinstance(e, dict) else {}
+
+
+def env_swap(env):
+    """Set env in os.environ; return what restores it."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    return old
+
+
+def env_restore(old):
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def unknown(rid, op, count):
@@ -726,9 +749,35 @@ def jupyter_main(name):
         finally:
             S.running = False
 
-    def run(rid, code):
+    def env_code(env):
+        """The kernel's code that sets env, and the code that undoes it."""
+        if not env:
+            return None, None
+        kl = lang.get('name', spec.language)
+        q = json.dumps
+        if kl == 'python':
+            return ('import os as _xb_os\n_xb_old = {k: _xb_os.environ.get(k) for k in %s}\n'
+                    '_xb_os.environ.update(%s)\n' % (q(list(env)), q(env)),
+                    '[_xb_os.environ.pop(k, None) if v is None else _xb_os.environ.__setitem__(k, v) '
+                    'for k, v in _xb_old.items()]\ndel _xb_old\n')
+        if kl == 'R':
+            names = 'c(%s)' % ', '.join(q(k) for k in env)
+            sets = ', '.join('%s = %s' % (q(k), q(v)) for k, v in env.items())
+            return ('assign(".xb_env_old", Sys.getenv(%s, unset = NA), envir = globalenv()); '
+                    'invisible(Sys.setenv(%s))\n' % (names, sets),
+                    'local({o <- get(".xb_env_old", envir = globalenv()); for (n in names(o)) '
+                    'if (is.na(o[[n]])) Sys.unsetenv(n) else do.call(Sys.setenv, setNames(list(o[[n]]), n)); '
+                    'rm(".xb_env_old", envir = globalenv())})\n')
+        return None, None
+
+    def run(rid, code, env=None):
         begin(rid)
+        pre, post = env_code(env)
+        if pre:
+            execute(rid, pre, True)
         reply = execute(rid, code)
+        if post and reply is not None:
+            execute(rid, post, True)
         if reply is None:
             error(rid, 'KernelDied', 'the %s kernel died; the session is over' % name)
             finish(rid, 'error', state['count'])
@@ -769,7 +818,7 @@ def jupyter_main(name):
     def handle(req):
         op, rid = req.get('op'), req.get('id', 0)
         if op == 'run':
-            run(rid, str(req.get('code', '')))
+            run(rid, str(req.get('code', '')), cell_env(req))
         elif op == 'variable':
             variable(rid, req.get('name'))
         elif op == 'preload':
@@ -998,7 +1047,23 @@ def bash_main():
     except OSError:
         version = ''
 
-    def run(rid, code):
+    def env_wrap(code, env):
+        """code with env exported for it, and put back after (keeping $?)."""
+        import shlex
+        pre, post = [], []
+        for i, (k, v) in enumerate(env.items()):
+            if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', k):
+                continue
+            pre.append('__xb_o%d=${%s+set}; __xb_s%d=${%s-}; export %s=%s' % (i, k, i, k, k, shlex.quote(v)))
+            post.append('if [ -n "$__xb_o%d" ]; then %s=$__xb_s%d; else unset %s; fi; unset __xb_o%d __xb_s%d'
+                        % (i, k, i, k, i, i))
+        if not pre:
+            return code
+        body = code if code.endswith('\n') else code + '\n'
+        return '\n'.join(pre) + '\n' + body + '__xb_rc=$?; ' + '; '.join(post) + '; (exit $__xb_rc)\n'
+
+    def run(rid, code, env=None):
+        code = env_wrap(code, env or {})
         with LOCK:
             if B.mode != 'idle':
                 first = B.code.strip().splitlines()[0][:80] if B.code.strip() else ''
@@ -1061,7 +1126,7 @@ def bash_main():
     def handle(req):
         op, rid = req.get('op'), req.get('id', 0)
         if op == 'run':
-            run(rid, str(req.get('code', '')))
+            run(rid, str(req.get('code', '')), cell_env(req))
         elif op == 'input':
             with LOCK:
                 running = B.mode == 'run'

@@ -51,6 +51,20 @@ await check('javascript and bash', async () => {
   eq((await sbx.runCode('2 + 3', { language: 'javascript' })).text, '5')
   eq((await sbx.runCode('echo hi', { language: 'bash' })).logs.stdout.join(''), 'hi\n')
 })
+await check('envs: set for that execution only, in every language', async () => {
+  const envs = { XB_CELL_ENV: 'it is "set" $HOME', HOME: '/cell-home' }
+  eq((await sbx.runCode('import os, subprocess\n(os.environ["XB_CELL_ENV"], os.environ["HOME"], ' +
+                        'subprocess.run(["sh", "-c", "echo $XB_CELL_ENV"], capture_output=True, text=True).stdout)',
+                        { envs })).text, `('it is "set" $HOME', '/cell-home', 'it is "set" $HOME\\n')`)
+  eq((await sbx.runCode('import os\n(os.environ.get("XB_CELL_ENV"), os.environ["HOME"])')).text,
+     "(None, '/home/user')", 'python: put back after')
+  eq((await sbx.runCode('process.env.XB_CELL_ENV', { language: 'javascript', envs })).text, "'it is \"set\" $HOME'")
+  eq((await sbx.runCode('String(process.env.XB_CELL_ENV)', { language: 'javascript' })).text, "'undefined'")
+  eq((await sbx.runCode('echo "$XB_CELL_ENV"; false', { language: 'bash', envs })).logs.stdout.join(''),
+     'it is "set" $HOME\n')
+  eq((await sbx.runCode('echo "${XB_CELL_ENV-unset} $HOME"', { language: 'bash' })).logs.stdout.join(''),
+     'unset /home/user\n', 'bash: put back after')
+})
 await check('a timeout interrupts the cell, and the kernel lives on', async () => {
   let threw = false
   try {
