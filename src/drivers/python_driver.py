@@ -430,6 +430,193 @@ def no_input(*a, **k):
                                    'put the data in the code or in a file')
 
 
+# ---------------------------------------------------------------- charts ----
+# A matplotlib figure's data as a chart (CHART_MIME, next to its PNG):
+# its type (line, scatter, bar, pie, box_and_whisker; superchart for many
+# axes), title, axis labels, units, ticks and scales, and its elements.
+
+CHART_MIME = 'application/vnd.execbox.chart+json'
+
+
+def _c_val(v):
+    import datetime
+    import math
+    if isinstance(v, (datetime.date, datetime.datetime)):
+        return v.isoformat()
+    if type(v).__name__ == 'datetime64':
+        return str(v)
+    if isinstance(v, str):
+        return v
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(f):
+        return None
+    return int(f) if f.is_integer() and abs(f) < 2 ** 53 and not isinstance(v, float) else f
+
+
+def _c_text(t):
+    return t if t else None
+
+
+def _c_unit(label):
+    m = re.search(r'\s\((.*?)\)|\[(.*?)\]', label or '')
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def _c_scale(axis, scale):
+    conv = type(axis.get_converter() if hasattr(axis, 'get_converter') else axis.converter).__name__
+    if 'Date' in conv:
+        return 'datetime'
+    if 'StrCategory' in conv or hasattr(axis.units, '_mapping'):
+        return 'categorical'
+    return scale
+
+
+def _c_kind(ax):
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import PathPatch, Rectangle, Wedge
+    arts = list(ax.lines) + list(ax.collections) + list(ax.patches)
+    if not arts:
+        return 'unknown'
+    for kind, cls in (('line', Line2D), ('scatter', PathCollection), ('pie', Wedge), ('bar', Rectangle)):
+        if all(isinstance(a, cls) for a in arts):
+            return kind
+    if all(isinstance(a, (PathPatch, Line2D)) for a in arts) and any(isinstance(a, PathPatch) for a in arts):
+        return 'box_and_whisker'
+    return 'unknown'
+
+
+def _c_axes2d(ax, c):
+    xl, yl = _c_text(ax.get_xlabel()), _c_text(ax.get_ylabel())
+    c.update(x_label=xl, y_label=yl, x_unit=_c_unit(xl), y_unit=_c_unit(yl))
+
+
+def _c_ticks(ax, c):
+    for n, axis, scale in (('x', ax.xaxis, ax.get_xscale()), ('y', ax.yaxis, ax.get_yscale())):
+        c[n + '_ticks'] = [_c_val(t) for t in axis.get_ticklocs()]
+        c[n + '_tick_labels'] = [t.get_text() for t in axis.get_ticklabels()]
+        c[n + '_scale'] = _c_scale(axis, scale)
+
+
+def _c_tick_name(axis, at):
+    for loc, lab in zip(axis.get_ticklocs(), axis.get_ticklabels()):
+        if abs(loc - at) < 1e-9 and lab.get_text():
+            return lab.get_text()
+    mapping = getattr(axis.units, '_mapping', None)
+    if mapping:
+        for name, i in mapping.items():
+            if abs(i - at) < 1e-9:
+                return str(name)
+    return str(_c_val(at))
+
+
+def _c_box(ax, c):
+    from matplotlib.patches import PathPatch
+    boxes = []
+    for p in ax.patches:
+        if not isinstance(p, PathPatch):
+            continue
+        v = p.get_path().vertices
+        boxes.append([float(v[:, 0].min()), float(v[:, 0].max()), float(v[:, 1].min()), float(v[:, 1].max()),
+                      p.get_label()])
+    # Boxes of one width stand upright: values along y.
+    upright = len({round(b[1] - b[0], 6) for b in boxes}) <= 1
+    if not upright:
+        boxes = [[b[2], b[3], b[0], b[1], b[4]] for b in boxes]
+        c['x_label'], c['y_label'] = c['y_label'], c['x_label']
+        c['x_unit'], c['y_unit'] = c['y_unit'], c['x_unit']
+    els = []
+    for i, (x0, x1, q1, q3, label) in enumerate(boxes):
+        e = {'label': label if label and not label.startswith('_') else _c_tick_name(
+            ax.xaxis if upright else ax.yaxis, (x0 + x1) / 2), 'first_quartile': q1, 'third_quartile': q3,
+            'median': None, 'min': q1, 'max': q3, 'outliers': []}
+        for ln in ax.lines:
+            xs, ys = [float(t) for t in ln.get_xdata()], [float(t) for t in ln.get_ydata()]
+            if not upright:
+                xs, ys = ys, xs
+            if not xs or not all(x0 - 1e-9 <= x <= x1 + 1e-9 for x in xs):
+                continue
+            if len(ys) == 2 and ys[0] == ys[1] and q1 <= ys[0] <= q3 and len(set(xs)) == 2:
+                e['median'] = ys[0]
+            elif len(ys) == 2 and len(set(xs)) == 1:
+                e['min'], e['max'] = min(e['min'], *ys), max(e['max'], *ys)
+            elif ln.get_linestyle() in ('None', '') and ys:
+                e['outliers'] = ys
+        els.append(e)
+    c['elements'] = els
+
+
+def _c_axes(ax):
+    kind = _c_kind(ax)
+    c = {'type': kind, 'title': _c_text(ax.get_title()), 'elements': []}
+    if kind in ('line', 'scatter'):
+        _c_axes2d(ax, c)
+        _c_ticks(ax, c)
+        if kind == 'line':
+            c['elements'] = [{'label': ln.get_label(), 'points': [[_c_val(x), _c_val(y)] for x, y in
+                                                                 zip(ln.get_xdata(), ln.get_ydata())]}
+                             for ln in ax.lines]
+        else:
+            c['elements'] = [{'label': pc.get_label(), 'points': [[_c_val(x), _c_val(y)] for x, y in
+                                                                 pc.get_offsets()]} for pc in ax.collections]
+    elif kind == 'bar':
+        _c_axes2d(ax, c)
+        for cont in ax.containers:
+            rects = [r for r in cont if hasattr(r, 'get_height')]
+            # Bars of one width stand upright; of one height, they lie (barh).
+            lying = len(rects) > 1 and len({round(r.get_height(), 9) for r in rects}) == 1 and \
+                len({round(r.get_width(), 9) for r in rects}) > 1
+            if lying and not c.get('_swapped'):
+                c['x_label'], c['y_label'] = c['y_label'], c['x_label']
+                c['x_unit'], c['y_unit'] = c['y_unit'], c['x_unit']
+                c['_swapped'] = True
+            for r in rects:
+                if lying:
+                    name, val = _c_tick_name(ax.yaxis, r.get_y() + r.get_height() / 2), r.get_width()
+                else:
+                    name, val = _c_tick_name(ax.xaxis, r.get_x() + r.get_width() / 2), r.get_height()
+                c['elements'].append({'label': name, 'value': _c_val(val), 'group': cont.get_label() or ''})
+        c.pop('_swapped', None)
+    elif kind == 'pie':
+        texts = [t.get_text() for t in ax.texts]
+        for i, w in enumerate(ax.patches):
+            label = w.get_label()
+            if (not label or label.startswith('_')) and i < len(texts):
+                label = texts[i]
+            c['elements'].append({'label': label, 'angle': round(abs(w.theta2 - w.theta1), 4),
+                                  'radius': _c_val(w.r)})
+    elif kind == 'box_and_whisker':
+        _c_axes2d(ax, c)
+        _c_box(ax, c)
+    return c
+
+
+def chart_of(obj):
+    """The chart of a matplotlib Figure, or None."""
+    fig_mod = sys.modules.get('matplotlib.figure')
+    if fig_mod is None or not isinstance(obj, fig_mod.Figure):
+        return None
+    try:
+        try:
+            obj.draw_without_rendering()   # the tick labels are set at draw time
+        except Exception:
+            pass
+        axes = [a for a in obj.get_axes() if a.get_visible()]
+        if not axes:
+            return None
+        if len(axes) == 1:
+            return clean(_c_axes(axes[0]))
+        sup = getattr(obj, '_suptitle', None)
+        return clean({'type': 'superchart', 'title': _c_text(sup.get_text()) if sup else None,
+                      'elements': [_c_axes(a) for a in axes]})
+    except Exception as e:
+        diag('chart extraction failed:', e)
+        return None
+
+
 def python_main():
     os.environ.setdefault('MPLBACKEND', 'module://matplotlib_inline.backend_inline')
     home = os.environ.get('HOME', '')
@@ -487,6 +674,20 @@ def python_main():
     cfg.HistoryManager.enabled = False
     cfg.InteractiveShell.colors = 'NoColor'
     shell = Shell.instance(config=cfg, displayhook_class=Hook, display_pub_class=Pub)
+    from IPython.core.formatters import BaseFormatter
+    from traitlets import ObjectName, Unicode
+
+    class ChartFormatter(BaseFormatter):
+        format_type = Unicode(CHART_MIME)
+        print_method = ObjectName('_repr_execbox_chart_')
+        _return_type = (dict,)
+
+        def __call__(self, obj):
+            return chart_of(obj)
+
+    shell.display_formatter.formatters[CHART_MIME] = ChartFormatter(parent=shell.display_formatter)
+    if CHART_MIME not in shell.display_formatter.active_types:
+        shell.display_formatter.active_types = shell.display_formatter.active_types + [CHART_MIME]
     builtins.input = no_input
     user_paths()
     sys.stdout.flush()

@@ -147,6 +147,7 @@ result_line(json_t *data, bool main)
                 { "image/svg+xml", "svg" }, { "image/png", "png" }, { "image/jpeg", "jpeg" },
                 { "application/pdf", "pdf" }, { "text/latex", "latex" }, { "application/json", "json" },
                 { "application/javascript", "javascript" },
+                { "application/vnd.execbox.chart+json", "chart" },   /* a matplotlib figure's data */
         };
         json_t *o = json_pack("{s:s,s:b}", "type", "result", "is_main_result", main), *v;
         const char *mime;
