@@ -184,12 +184,6 @@ xb_fileop_read(struct xb_sbx *x, struct xb_file_req *q, char *path, size_t max, 
 
 /* ---- writes ---- */
 
-static void
-kill_writer(int pidfd)
-{
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-}
-
 /* Close the pipe and reap the writer: 0, or the errno that stopped it
  * (ENOMEM when the sandbox's OOM killer took it). The upload counts as a
  * file operation, so the sandbox is not paused (frozen) under it; a
@@ -197,7 +191,6 @@ kill_writer(int pidfd)
 static int
 writer_end(struct xb_upload *up)
 {
-        struct pollfd p = { .fd = up->writer, .events = POLLIN };
         int r;
 
         if (up->writer < 0)
@@ -205,13 +198,10 @@ writer_end(struct xb_upload *up)
         if (up->wr >= 0)
                 close(up->wr);
         up->wr = -1;
-        if (poll(&p, 1, WRITER_DRAIN_MS) <= 0) {
-                kill_writer(up->writer);
-                r = xb_sandbox_writer_wait(up->writer) == 0 ? 0 : ETIMEDOUT;
-        } else {
-                r = xb_sandbox_writer_wait(up->writer);
-                r = r < 0 ? ENOMEM : r;
-        }
+        r = xb_sandbox_writer_wait(up->writer, WRITER_DRAIN_MS);
+        if (r == -2)
+                xb_warn("upload %s: the sandbox's writer would not die; left as a zombie", up->path);
+        r = r == -1 ? ENOMEM : r == -2 ? ETIMEDOUT : r;
         up->writer = -1;
         if (up->sbx->nfileops)
                 up->sbx->nfileops--;

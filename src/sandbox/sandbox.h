@@ -155,9 +155,12 @@ int xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on);
  * non-blocking write end (the caller's), *ret_pidfd the writer. Close
  * ret_wr, then xb_sandbox_writer_wait. */
 int xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, struct xb_err *err);
-/* Reap the writer (closes pidfd): 0, the errno it stopped on, or -1 if it
- * was killed (the sandbox's OOM killer, or the sandbox's end). */
-int xb_sandbox_writer_wait(int pidfd);
+/* Reap the writer (closes pidfd), waiting wait_ms for it to finish and
+ * as long again after a SIGKILL: 0, the errno it stopped on (ETIMEDOUT:
+ * it was too slow and was killed), -1 if something else killed it (the
+ * sandbox's OOM killer, or the sandbox's end), or -2 if it would not die
+ * (left a zombie, never blocking the caller). */
+int xb_sandbox_writer_wait(int pidfd, int wait_ms);
 
 /* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */
 int xb_random_id(char *id, size_t len);

@@ -5,14 +5,18 @@
  * memory, not the daemon's: past the sandbox's limit the memory cgroup's
  * OOM killer takes the writer first (oom_score_adj 1000), and nothing
  * else in the sandbox. It shares nothing with the sandbox's namespaces;
- * it holds only the pipe and the file. */
+ * it holds only the pipe and the file. It copies with read(2) and
+ * write(2): splice(2) into an overlayfs file was seen to hang in D state
+ * while the sandbox renamed directories around it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +26,7 @@
 #include "sandbox/sandbox.h"
 
 #define WRITER_PIPE_BYTES (1 << 20)
+#define WRITER_BUF_BYTES (256 << 10)
 
 static void
 close_others(int a, int b)
@@ -35,11 +40,10 @@ close_others(int a, int b)
         syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
 }
 
-/* read(2) and write(2): for what splice(2) refuses (an O_APPEND file). */
 static int
-copy_plain(int rd, int fd)
+copy_all(int rd, int fd)
 {
-        static char buf[64 << 10];
+        static char buf[WRITER_BUF_BYTES];
 
         for (;;) {
                 ssize_t n = read(rd, buf, sizeof(buf)), off = 0;
@@ -77,16 +81,8 @@ writer_main(const struct xb_cgroup_join *j, int rd, int fd)
         }
         close_others(rd, fd);
         signal(SIGPIPE, SIG_DFL);
-        for (;;) {
-                ssize_t n = splice(rd, NULL, fd, NULL, WRITER_PIPE_BYTES, SPLICE_F_MOVE);
-
-                if (n == 0)
-                        _exit(0);
-                if (n > 0 || errno == EINTR)
-                        continue;
-                e = errno == EINVAL ? copy_plain(rd, fd) : errno;
-                _exit(e > 0 && e < 256 ? e : e ? EIO : 0);
-        }
+        e = copy_all(rd, fd);
+        _exit(e > 0 && e < 256 ? e : e ? EIO : 0);
 }
 
 int
@@ -124,7 +120,7 @@ xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, st
         if (fcntl(wr, F_SETFL, O_NONBLOCK) < 0) {
                 r = xb_err_set(err, errno, "pipe");
                 kill(pid, SIGKILL);
-                xb_sandbox_writer_wait(pidfd);
+                xb_sandbox_writer_wait(pidfd, 1000);
                 return r;
         }
         *ret_wr = TAKE_FD(wr);
@@ -133,17 +129,31 @@ xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, st
 }
 
 int
-xb_sandbox_writer_wait(int pidfd)
+xb_sandbox_writer_wait(int pidfd, int wait_ms)
 {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
         siginfo_t si = { 0 };
+        bool late = false;
         int r;
 
+        if (poll(&p, 1, wait_ms) <= 0) {
+                late = true;
+                /* Not done: killed, and given as long again to die. */
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                if (poll(&p, 1, wait_ms) <= 0) {
+                        /* Stuck in the kernel: it stays a zombie rather than hold the loop. */
+                        close(pidfd);
+                        return -2;
+                }
+        }
         do
-                r = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED);
+                r = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG);
         while (r < 0 && errno == EINTR);
         close(pidfd);
-        if (r < 0)
+        if (r < 0 || !si.si_pid)
                 return EIO;
+        if (late)
+                return ETIMEDOUT;
         if (si.si_code == CLD_EXITED)
                 return si.si_status;
         return -1;
