@@ -262,6 +262,12 @@ xb_req_set_sink(struct xb_req *r, int fd)
         r->sink_fd = fd;
 }
 
+void
+xb_req_buffer_body(struct xb_req *r)
+{
+        r->sink_buffered = true;
+}
+
 uint64_t
 xb_req_sink_bytes(const struct xb_req *r)
 {
@@ -581,7 +587,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 return MHD_YES;
         }
         if (*upload_size) {
-                if (r->route->flags & XB_ROUTE_SINK) {
+                if ((r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered) {
                         if (r->sink_fd < 0) {
                                 xb_reply_error(r, 500, "internal", "retry", "no place to write the upload");
                         } else if (r->sink_bytes + *upload_size > h->o.upload_max) {

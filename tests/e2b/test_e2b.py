@@ -226,6 +226,31 @@ def test_files_octet_stream_and_multipart(srv, sandbox):
     assert st == 404 and json.loads(b)["code"] == 404
 
 
+def test_files_octet_stream_upload_streams_past_the_body_limit(srv, sandbox):
+    """A raw body with ?path= streams into the file (through the sandbox's
+    writer): past the 16 MiB JSON body limit, byte for byte; a multipart
+    body is parsed whole, so one past that limit is 413."""
+    import hashlib
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    data = os.urandom(1 << 20) * 40
+    st, _, b = call(srv, "POST", "/files?path=/tmp/big.bin", headers=dict(h, **{"Content-Type": "application/octet-stream"}),
+                    raw=data)
+    assert st == 200 and json.loads(b) == [{"name": "big.bin", "type": "file", "path": "/tmp/big.bin"}], b
+    h2 = dict(h, **{"E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json"})
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h2,
+                    raw=envelope({"process": {"cmd": "/usr/bin/sha256sum", "args": ["/tmp/big.bin"]}}))
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for f, m in envelopes(b)
+                   if "event" in m and "data" in m["event"] and "stdout" in m["event"]["data"])
+    assert out.split()[0].decode() == hashlib.sha256(data).hexdigest()
+    bnd = "xbBIG"
+    body = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/m.bin\"\r\n\r\n".encode() +
+            data[:17 << 20] + f"\r\n--{bnd}--\r\n".encode())
+    st, _, b = call(srv, "POST", "/files", headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}),
+                    raw=body)
+    assert st == 413, (st, b[:300])
+
+
 def rest_network(srv, sid, key=TOKENS[0]):
     st, _, b = call(srv, "GET", f"/v1/sandboxes/{sid}/network", headers={"Authorization": f"Bearer {key}"})
     assert st == 200, b
