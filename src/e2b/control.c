@@ -239,7 +239,8 @@ static unsigned
 create_status(const struct xb_err *err)
 {
         switch (err->ecode) {
-        case XB_E_TOO_MANY_SANDBOXES: return 429;
+        case XB_E_TOO_MANY_SANDBOXES: case XB_E_OVER_QUOTA: return 429;
+        case XB_E_OVER_CEILING: return 400;
         case XB_E_NOMEM: return 503;
         case XB_E_NETWORK_FORBIDDEN: return 403;
         case XB_E_INVALID: case XB_E_INVALID_METADATA: case XB_E_METADATA_TOO_LARGE: case XB_E_INVALID_NETWORK:
@@ -270,7 +271,17 @@ created(struct xb_req *r, struct e2b_async *a, json_t *res, const struct xb_err 
                 return;
         }
         if (err) {
-                api_error(r, create_status(err), "%s", err->msg);
+                /* The operator's ceilings and the tenant's quotas, as REST answers them. */
+                if (err->ecode == XB_E_OVER_QUOTA && err->retry_s) {
+                        char secs[16];
+
+                        snprintf(secs, sizeof(secs), "%u", err->retry_s);
+                        xb_req_add_reply_header(r, "Retry-After", secs);
+                }
+                if (err->hint)
+                        api_error(r, create_status(err), "%s (%s)", err->msg, err->hint);
+                else
+                        api_error(r, create_status(err), "%s", err->msg);
                 e2b_async_free(a);
                 return;
         }

@@ -148,6 +148,28 @@ def test_auto_pause_on_both_create_bodies(srv, path):
         api(srv, "DELETE", f"/sandboxes/{sid}")
 
 
+def test_creates_meet_the_tenant_quota_and_the_ceilings(execbox, tmp_path):
+    """E2B creates go through the engine's create op: a token's quota is
+    429 as on REST, and the server's own limits apply."""
+    import server_fixture
+    key = "e2b_" + "ab" * 20
+    s = server_fixture.start_server(execbox, str(tmp_path), "--max-memory", "256M", "--memory", "256M",
+                                    tokens=[f"{key} sandboxes=1"], pool=0)
+    try:
+        h = {"X-API-KEY": key, "Content-Type": "application/json"}
+        st, _, b = call(s, "POST", "/v2/sandboxes", {"templateID": "base"}, h)
+        assert st == 201, b
+        first = json.loads(b)["sandboxID"]
+        st, hd, b = call(s, "POST", "/v2/sandboxes", {"templateID": "base"}, h)
+        assert st == 429 and json.loads(b)["code"] == 429, b
+        st, _, b = call(s, "GET", f"/sandboxes/{first}", None, h)
+        assert json.loads(b)["memoryMB"] == 256, b
+        call(s, "DELETE", f"/sandboxes/{first}", None, h)
+    finally:
+        problems = server_fixture.finish_server(s)
+    assert not problems, problems
+
+
 def test_auth_is_required_and_per_tenant(srv, sandbox):
     st, e = api(srv, "GET", "/v2/sandboxes", key="e2b_" + "0" * 40)
     assert st == 401 and e["code"] == 401
