@@ -431,187 +431,122 @@ def no_input(*a, **k):
 
 
 # ---------------------------------------------------------------- charts ----
-# A matplotlib figure's data as a chart (CHART_MIME, next to its PNG):
-# its type (line, scatter, bar, pie, box_and_whisker; superchart for many
-# axes), title, axis labels, units, ticks and scales, and its elements.
-
+# A matplotlib figure's data (CHART_MIME): type, title, labels, units,
+# ticks, scales and elements; many axes make a superchart.
 CHART_MIME = 'application/vnd.execbox.chart+json'
 
 
-def _c_val(v):
-    import datetime
-    import math
-    if isinstance(v, (datetime.date, datetime.datetime)):
-        return v.isoformat()
-    if type(v).__name__ == 'datetime64':
-        return str(v)
+def _cv(v):
     if isinstance(v, str):
         return v
+    if hasattr(v, 'isoformat') or type(v).__name__ == 'datetime64':
+        return v.isoformat() if hasattr(v, 'isoformat') else str(v)
     try:
         f = float(v)
     except (TypeError, ValueError):
         return str(v)
-    if not math.isfinite(f):
-        return None
     return int(f) if f.is_integer() and abs(f) < 2 ** 53 and not isinstance(v, float) else f
 
 
-def _c_text(t):
-    return t if t else None
-
-
-def _c_unit(label):
+def _cunit(label):
     m = re.search(r'\s\((.*?)\)|\[(.*?)\]', label or '')
     return (m.group(1) or m.group(2)) if m else None
 
 
-def _c_scale(axis, scale):
-    conv = type(axis.get_converter() if hasattr(axis, 'get_converter') else axis.converter).__name__
-    if 'Date' in conv:
-        return 'datetime'
-    if 'StrCategory' in conv or hasattr(axis.units, '_mapping'):
-        return 'categorical'
-    return scale
+def _c2d(ax, c, swap=False):
+    xl, yl = ax.get_xlabel() or None, ax.get_ylabel() or None
+    if swap:
+        xl, yl = yl, xl
+    c.update(x_label=xl, y_label=yl, x_unit=_cunit(xl), y_unit=_cunit(yl))
 
 
-def _c_kind(ax):
+def _ctick(axis, at):
+    for loc, lab in zip(axis.get_ticklocs(), axis.get_ticklabels()):
+        if abs(loc - at) < 1e-9 and lab.get_text():
+            return lab.get_text()
+    return str(_cv(at))
+
+
+def _cbox(ax, c):
+    from matplotlib.patches import PathPatch
+    bs = [p.get_path().vertices for p in ax.patches if isinstance(p, PathPatch)]
+    up = len({round(float(v[:, 0].max() - v[:, 0].min()), 6) for v in bs}) <= 1  # upright: values on y
+    _c2d(ax, c, not up)
+    for v in bs:
+        x0, x1, q1, q3 = (float(t) for t in (v[:, 0].min(), v[:, 0].max(), v[:, 1].min(), v[:, 1].max()))
+        if not up:
+            x0, x1, q1, q3 = q1, q3, x0, x1
+        e = {'label': _ctick(ax.xaxis if up else ax.yaxis, (x0 + x1) / 2), 'min': q1, 'first_quartile': q1,
+             'median': None, 'third_quartile': q3, 'max': q3, 'outliers': []}
+        for ln in ax.lines:
+            xs, ys = [float(t) for t in ln.get_xdata()], [float(t) for t in ln.get_ydata()]
+            if not up:
+                xs, ys = ys, xs
+            if not xs or not all(x0 - 1e-9 <= x <= x1 + 1e-9 for x in xs):
+                continue
+            if len(ys) == 2 and ys[0] == ys[1] and len(set(xs)) == 2:
+                e['median'] = ys[0]
+            elif len(ys) == 2 and len(set(xs)) == 1:
+                e['min'], e['max'] = min(e['min'], *ys), max(e['max'], *ys)
+            elif ln.get_linestyle() in ('None', ''):
+                e['outliers'] = ys
+        c['elements'].append(e)
+
+
+def _cax(ax):
     from matplotlib.collections import PathCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import PathPatch, Rectangle, Wedge
     arts = list(ax.lines) + list(ax.collections) + list(ax.patches)
-    if not arts:
-        return 'unknown'
-    for kind, cls in (('line', Line2D), ('scatter', PathCollection), ('pie', Wedge), ('bar', Rectangle)):
-        if all(isinstance(a, cls) for a in arts):
-            return kind
-    if all(isinstance(a, (PathPatch, Line2D)) for a in arts) and any(isinstance(a, PathPatch) for a in arts):
-        return 'box_and_whisker'
-    return 'unknown'
-
-
-def _c_axes2d(ax, c):
-    xl, yl = _c_text(ax.get_xlabel()), _c_text(ax.get_ylabel())
-    c.update(x_label=xl, y_label=yl, x_unit=_c_unit(xl), y_unit=_c_unit(yl))
-
-
-def _c_ticks(ax, c):
-    for n, axis, scale in (('x', ax.xaxis, ax.get_xscale()), ('y', ax.yaxis, ax.get_yscale())):
-        c[n + '_ticks'] = [_c_val(t) for t in axis.get_ticklocs()]
-        c[n + '_tick_labels'] = [t.get_text() for t in axis.get_ticklabels()]
-        c[n + '_scale'] = _c_scale(axis, scale)
-
-
-def _c_tick_name(axis, at):
-    for loc, lab in zip(axis.get_ticklocs(), axis.get_ticklabels()):
-        if abs(loc - at) < 1e-9 and lab.get_text():
-            return lab.get_text()
-    mapping = getattr(axis.units, '_mapping', None)
-    if mapping:
-        for name, i in mapping.items():
-            if abs(i - at) < 1e-9:
-                return str(name)
-    return str(_c_val(at))
-
-
-def _c_box(ax, c):
-    from matplotlib.patches import PathPatch
-    boxes = []
-    for p in ax.patches:
-        if not isinstance(p, PathPatch):
-            continue
-        v = p.get_path().vertices
-        boxes.append([float(v[:, 0].min()), float(v[:, 0].max()), float(v[:, 1].min()), float(v[:, 1].max()),
-                      p.get_label()])
-    # Boxes of one width stand upright: values along y.
-    upright = len({round(b[1] - b[0], 6) for b in boxes}) <= 1
-    if not upright:
-        boxes = [[b[2], b[3], b[0], b[1], b[4]] for b in boxes]
-        c['x_label'], c['y_label'] = c['y_label'], c['x_label']
-        c['x_unit'], c['y_unit'] = c['y_unit'], c['x_unit']
-    els = []
-    for i, (x0, x1, q1, q3, label) in enumerate(boxes):
-        e = {'label': label if label and not label.startswith('_') else _c_tick_name(
-            ax.xaxis if upright else ax.yaxis, (x0 + x1) / 2), 'first_quartile': q1, 'third_quartile': q3,
-            'median': None, 'min': q1, 'max': q3, 'outliers': []}
-        for ln in ax.lines:
-            xs, ys = [float(t) for t in ln.get_xdata()], [float(t) for t in ln.get_ydata()]
-            if not upright:
-                xs, ys = ys, xs
-            if not xs or not all(x0 - 1e-9 <= x <= x1 + 1e-9 for x in xs):
-                continue
-            if len(ys) == 2 and ys[0] == ys[1] and q1 <= ys[0] <= q3 and len(set(xs)) == 2:
-                e['median'] = ys[0]
-            elif len(ys) == 2 and len(set(xs)) == 1:
-                e['min'], e['max'] = min(e['min'], *ys), max(e['max'], *ys)
-            elif ln.get_linestyle() in ('None', '') and ys:
-                e['outliers'] = ys
-        els.append(e)
-    c['elements'] = els
-
-
-def _c_axes(ax):
-    kind = _c_kind(ax)
-    c = {'type': kind, 'title': _c_text(ax.get_title()), 'elements': []}
+    kind = 'unknown'
+    for k, cls in (('line', Line2D), ('scatter', PathCollection), ('pie', Wedge), ('bar', Rectangle),
+                   ('box_and_whisker', (PathPatch, Line2D))):
+        if arts and all(isinstance(a, cls) for a in arts):
+            kind = k
+            break
+    c = {'type': kind, 'title': ax.get_title() or None, 'elements': []}
     if kind in ('line', 'scatter'):
-        _c_axes2d(ax, c)
-        _c_ticks(ax, c)
-        if kind == 'line':
-            c['elements'] = [{'label': ln.get_label(), 'points': [[_c_val(x), _c_val(y)] for x, y in
-                                                                 zip(ln.get_xdata(), ln.get_ydata())]}
-                             for ln in ax.lines]
-        else:
-            c['elements'] = [{'label': pc.get_label(), 'points': [[_c_val(x), _c_val(y)] for x, y in
-                                                                 pc.get_offsets()]} for pc in ax.collections]
+        _c2d(ax, c)
+        for n, axis, sc in (('x', ax.xaxis, ax.get_xscale()), ('y', ax.yaxis, ax.get_yscale())):
+            conv = type(getattr(axis, 'get_converter', lambda: axis.converter)()).__name__
+            c[n + '_ticks'] = [_cv(t) for t in axis.get_ticklocs()]
+            c[n + '_tick_labels'] = [t.get_text() for t in axis.get_ticklabels()]
+            c[n + '_scale'] = 'datetime' if 'Date' in conv else 'categorical' if 'StrCat' in conv else sc
+        pts = [(ln, zip(ln.get_xdata(), ln.get_ydata())) for ln in ax.lines] if kind == 'line' else \
+            [(pc, pc.get_offsets()) for pc in ax.collections]
+        c['elements'] = [{'label': a.get_label(), 'points': [[_cv(x), _cv(y)] for x, y in xy]} for a, xy in pts]
     elif kind == 'bar':
-        _c_axes2d(ax, c)
+        rects = [r for cont in ax.containers for r in cont]
+        # Bars of one height and many widths lie down (barh).
+        lying = len({round(r.get_height(), 9) for r in rects}) == 1 < len({round(r.get_width(), 9) for r in rects})
+        _c2d(ax, c, lying)
         for cont in ax.containers:
-            rects = [r for r in cont if hasattr(r, 'get_height')]
-            # Bars of one width stand upright; of one height, they lie (barh).
-            lying = len(rects) > 1 and len({round(r.get_height(), 9) for r in rects}) == 1 and \
-                len({round(r.get_width(), 9) for r in rects}) > 1
-            if lying and not c.get('_swapped'):
-                c['x_label'], c['y_label'] = c['y_label'], c['x_label']
-                c['x_unit'], c['y_unit'] = c['y_unit'], c['x_unit']
-                c['_swapped'] = True
-            for r in rects:
-                if lying:
-                    name, val = _c_tick_name(ax.yaxis, r.get_y() + r.get_height() / 2), r.get_width()
-                else:
-                    name, val = _c_tick_name(ax.xaxis, r.get_x() + r.get_width() / 2), r.get_height()
-                c['elements'].append({'label': name, 'value': _c_val(val), 'group': cont.get_label() or ''})
-        c.pop('_swapped', None)
+            for r in cont:
+                c['elements'].append({'label': _ctick(ax.yaxis, r.get_y() + r.get_height() / 2) if lying else
+                                      _ctick(ax.xaxis, r.get_x() + r.get_width() / 2),
+                                      'value': _cv(r.get_width() if lying else r.get_height()),
+                                      'group': cont.get_label() or ''})
     elif kind == 'pie':
-        texts = [t.get_text() for t in ax.texts]
-        for i, w in enumerate(ax.patches):
-            label = w.get_label()
-            if (not label or label.startswith('_')) and i < len(texts):
-                label = texts[i]
-            c['elements'].append({'label': label, 'angle': round(abs(w.theta2 - w.theta1), 4),
-                                  'radius': _c_val(w.r)})
+        c['elements'] = [{'label': w.get_label(), 'angle': round(abs(w.theta2 - w.theta1), 4), 'radius': _cv(w.r)}
+                         for w in ax.patches]
     elif kind == 'box_and_whisker':
-        _c_axes2d(ax, c)
-        _c_box(ax, c)
+        _cbox(ax, c)
     return c
 
 
 def chart_of(obj):
     """The chart of a matplotlib Figure, or None."""
-    fig_mod = sys.modules.get('matplotlib.figure')
-    if fig_mod is None or not isinstance(obj, fig_mod.Figure):
+    fm = sys.modules.get('matplotlib.figure')
+    if fm is None or not isinstance(obj, fm.Figure):
         return None
     try:
-        try:
-            obj.draw_without_rendering()   # the tick labels are set at draw time
-        except Exception:
-            pass
+        obj.draw_without_rendering()   # tick labels are set at draw time
         axes = [a for a in obj.get_axes() if a.get_visible()]
-        if not axes:
-            return None
         if len(axes) == 1:
-            return clean(_c_axes(axes[0]))
+            return clean(_cax(axes[0]))
         sup = getattr(obj, '_suptitle', None)
-        return clean({'type': 'superchart', 'title': _c_text(sup.get_text()) if sup else None,
-                      'elements': [_c_axes(a) for a in axes]})
+        return clean({'type': 'superchart', 'title': sup.get_text() if sup else None,
+                      'elements': [_cax(a) for a in axes]}) if axes else None
     except Exception as e:
         diag('chart extraction failed:', e)
         return None
@@ -675,12 +610,10 @@ def python_main():
     cfg.InteractiveShell.colors = 'NoColor'
     shell = Shell.instance(config=cfg, displayhook_class=Hook, display_pub_class=Pub)
     from IPython.core.formatters import BaseFormatter
-    from traitlets import ObjectName, Unicode
+    from traitlets import Unicode
 
     class ChartFormatter(BaseFormatter):
         format_type = Unicode(CHART_MIME)
-        print_method = ObjectName('_repr_execbox_chart_')
-        _return_type = (dict,)
 
         def __call__(self, obj):
             return chart_of(obj)
@@ -787,13 +720,11 @@ def python_main():
 
 
 def cell_env(req):
-    """A cell's own environment ({name: value}, for that cell only)."""
-    e = req.get('env')
+    e = req.get('env')   # a cell's own environment, for that cell only
     return {str(k): str(v) for k, v in e.items()} if isinstance(e, dict) else {}
 
 
 def env_swap(env):
-    """Set env in os.environ; return what restores it."""
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     return old
@@ -801,10 +732,7 @@ def env_swap(env):
 
 def env_restore(old):
     for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 def unknown(rid, op, count):
@@ -951,24 +879,18 @@ def jupyter_main(name):
             S.running = False
 
     def env_code(env):
-        """The kernel's code that sets env, and the code that undoes it."""
-        if not env:
-            return None, None
-        kl = lang.get('name', spec.language)
-        q = json.dumps
-        if kl == 'python':
+        """Kernel code that sets env, and code that puts it back."""
+        kl, q = lang.get('name', spec.language), json.dumps
+        if env and kl == 'python':
             return ('import os as _xb_os\n_xb_old = {k: _xb_os.environ.get(k) for k in %s}\n'
                     '_xb_os.environ.update(%s)\n' % (q(list(env)), q(env)),
-                    '[_xb_os.environ.pop(k, None) if v is None else _xb_os.environ.__setitem__(k, v) '
-                    'for k, v in _xb_old.items()]\ndel _xb_old\n')
-        if kl == 'R':
-            names = 'c(%s)' % ', '.join(q(k) for k in env)
-            sets = ', '.join('%s = %s' % (q(k), q(v)) for k, v in env.items())
-            return ('assign(".xb_env_old", Sys.getenv(%s, unset = NA), envir = globalenv()); '
-                    'invisible(Sys.setenv(%s))\n' % (names, sets),
-                    'local({o <- get(".xb_env_old", envir = globalenv()); for (n in names(o)) '
-                    'if (is.na(o[[n]])) Sys.unsetenv(n) else do.call(Sys.setenv, setNames(list(o[[n]]), n)); '
-                    'rm(".xb_env_old", envir = globalenv())})\n')
+                    '[_xb_os.environ.pop(k, 0) if v is None else _xb_os.environ.__setitem__(k, v) '
+                    'for k, v in _xb_old.items()]\n')
+        if env and kl == 'R':
+            return ('.xb_eo <- Sys.getenv(c(%s), unset = NA, names = TRUE); invisible(Sys.setenv(%s))\n'
+                    % (', '.join(map(q, env)), ', '.join('%s = %s' % (q(k), q(v)) for k, v in env.items())),
+                    'for (n in names(.xb_eo)) if (is.na(.xb_eo[[n]])) Sys.unsetenv(n) else '
+                    'do.call(Sys.setenv, setNames(list(.xb_eo[[n]]), n)); rm(.xb_eo)\n')
         return None, None
 
     def run(rid, code, env=None):
@@ -1249,19 +1171,16 @@ def bash_main():
         version = ''
 
     def env_wrap(code, env):
-        """code with env exported for it, and put back after (keeping $?)."""
+        """code with env exported for it, put back after ($? kept)."""
         import shlex
-        pre, post = [], []
-        for i, (k, v) in enumerate(env.items()):
-            if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', k):
-                continue
-            pre.append('__xb_o%d=${%s+set}; __xb_s%d=${%s-}; export %s=%s' % (i, k, i, k, k, shlex.quote(v)))
-            post.append('if [ -n "$__xb_o%d" ]; then %s=$__xb_s%d; else unset %s; fi; unset __xb_o%d __xb_s%d'
-                        % (i, k, i, k, i, i))
-        if not pre:
+        ks = [k for k in env if re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', k)]
+        if not ks:
             return code
-        body = code if code.endswith('\n') else code + '\n'
-        return '\n'.join(pre) + '\n' + body + '__xb_rc=$?; ' + '; '.join(post) + '; (exit $__xb_rc)\n'
+        pre = ''.join('__xb_o%d=${%s+1} __xb_s%d=${%s-}; export %s=%s\n' % (i, k, i, k, k, shlex.quote(env[k]))
+                      for i, k in enumerate(ks))
+        post = ''.join('[ "$__xb_o%d" ] && %s=$__xb_s%d || unset %s; unset __xb_o%d __xb_s%d; ' % (i, k, i, k, i, i)
+                       for i, k in enumerate(ks))
+        return pre + code.rstrip('\n') + '\n__xb_rc=$?; ' + post + '(exit $__xb_rc)\n'
 
     def run(rid, code, env=None):
         code = env_wrap(code, env or {})

@@ -99,6 +99,14 @@ await check('envs: set for that execution only, in every language', async () => 
      'it is "set" $HOME\n')
   eq((await sbx.runCode('echo "${XB_CELL_ENV-unset} $HOME"', { language: 'bash' })).logs.stdout.join(''),
      'unset /home/user\n', 'bash: put back after')
+  let r = null
+  try { r = await sbx.runCode('1', { language: 'r' }) } catch (e) { r = null }
+  if (r && !r.error) {   // R: where the IRkernel is installed
+    eq((await sbx.runCode('Sys.getenv("XB_CELL_ENV")', { language: 'r', envs })).results[0].text,
+       '[1] "it is \\"set\\" $HOME"')
+    eq((await sbx.runCode('Sys.getenv("XB_CELL_ENV", unset = "unset")', { language: 'r' })).results[0].text,
+       '[1] "unset"', 'r: put back after')
+  }
 })
 await check('a timeout interrupts the cell, and the kernel lives on', async () => {
   let threw = false
