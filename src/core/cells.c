@@ -36,6 +36,7 @@ xb__cell_free(struct xb__cell *c)
         json_decref(c->exit_code);
         json_decref(c->cwd);
         free(c->code);
+        json_decref(c->env);
         free(c);
 }
 
@@ -228,7 +229,8 @@ begin(struct xb_session *ss, struct xb__cell *c)
         ss->cell = c;
         ss->state = SS_BUSY;
         c->start_ms = xb_now_ms();
-        if (xb__session_send(ss, json_pack("{s:s,s:I,s:s}", "op", "run", "id", (json_int_t)c->id, "code", c->code)) < 0) {
+        if (xb__session_send(ss, json_pack("{s:s,s:I,s:s,s:O*}", "op", "run", "id", (json_int_t)c->id, "code", c->code,
+                                           "env", c->env)) < 0) {
                 xb__session_died(ss, "could not send the cell to the interpreter");
                 return;
         }
@@ -315,8 +317,8 @@ xb__cell_add_output(struct xb__cell *c, json_t *o)
 }
 
 void
-xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, uint64_t timeout_ms, uint64_t yield_ms,
-               uint64_t output_limit)
+xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, json_t *env, uint64_t timeout_ms,
+               uint64_t yield_ms, uint64_t output_limit)
 {
         struct xb__cell *c;
 
@@ -336,6 +338,7 @@ xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, ui
                 return;
         }
         c->ss = ss;
+        c->env = env && json_object_size(env) ? json_incref(env) : NULL;
         c->id = ++ss->next_id;
         c->timeout_ms = timeout_ms;
         c->yield_ms = yield_ms;
@@ -343,7 +346,7 @@ xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, ui
         attach(c, call, xb_call_wants_events(call));
         if (c->stream)
                 xb_call_begin(call);   /* accepted: the stream starts now, before any output */
-        xb_sbx_touch(ss->sbx, 0);
+        xb_sbx_used(ss->sbx);
         if (ss->finished) {   /* a new cell: the end of the last one is no longer waited for */
                 xb__cell_free(ss->finished);
                 ss->finished = NULL;

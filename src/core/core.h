@@ -167,6 +167,8 @@ struct xb_sbx {
         bool paused;                  /* its cgroup is frozen (pause.c) */
         bool pause_auto;              /* and the next use resumes it (else: 409 paused) */
         bool auto_pause;              /* at its idle TTL it pauses instead of ending */
+        bool auto_pause_manual;       /* and only an explicit resume wakes it (E2B without autoResume) */
+        bool fixed_deadline;          /* expires_ms is absolute (E2B's timeout): use and work do not move it */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         uint32_t uid;                 /* commands' default user inside: 0 or XB_USER_UID */
@@ -261,6 +263,8 @@ int xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l,
  * auto_pause. A paused sandbox's idle clock stops and paused_ttl_ms runs
  * instead. max_lifetime_ms from creation ends it whatever it does. */
 void xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms);
+/* A use of x: its idle clock restarts, unless its deadline is fixed. */
+void xb_sbx_used(struct xb_sbx *x);
 /* Re-arm the expiry timer after a rule's input changed (a pause, a resume). */
 void xb_sbx_arm(struct xb_sbx *x);
 /* Whether work runs in x that keeps its idle clock from running. */

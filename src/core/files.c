@@ -142,7 +142,7 @@ op_start(struct xb_sbx *x, struct xb_file_req *q, struct xb_fileop *op)
         op->op = q->op;
         xb_sbx_ref(x);
         x->nfileops++;
-        xb_sbx_touch(x, 0);
+        xb_sbx_used(x);
         xb_call_on_cancel(op->call, op_cancel, op);
         return;
 fail:

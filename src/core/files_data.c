@@ -6,9 +6,12 @@
  * opened: empty, or its old length when appending. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/base64.h"
@@ -24,7 +27,10 @@ struct xb_upload {
         char *path;
         int fd;
         uint64_t base_size;           /* restored when the upload fails */
+        int wr, writer;               /* a streamed body: the pipe to the sandbox's writer, and it (pidfd) */
 };
+
+#define WRITER_DRAIN_MS 1000          /* the writer's last pipeful, at most */
 
 /* What one READ or WRITE is to do with its fd. */
 struct use {
@@ -178,11 +184,36 @@ xb_fileop_read(struct xb_sbx *x, struct xb_file_req *q, char *path, size_t max, 
 
 /* ---- writes ---- */
 
+/* Close the pipe and reap the writer: 0, or the errno that stopped it
+ * (ENOMEM when the sandbox's OOM killer took it). The upload counts as a
+ * file operation, so the sandbox is not paused (frozen) under it; a
+ * writer that does not finish its last pipeful in time is killed. */
+static int
+writer_end(struct xb_upload *up)
+{
+        int r;
+
+        if (up->writer < 0)
+                return 0;
+        if (up->wr >= 0)
+                close(up->wr);
+        up->wr = -1;
+        r = xb_sandbox_writer_wait(up->writer, WRITER_DRAIN_MS);
+        if (r == -2)
+                xb_warn("upload %s: the sandbox's writer would not die; left as a zombie", up->path);
+        r = r == -1 ? ENOMEM : r == -2 ? ETIMEDOUT : r;
+        up->writer = -1;
+        if (up->sbx->nfileops)
+                up->sbx->nfileops--;
+        return r;
+}
+
 static void
 upload_free(struct xb_upload *up, bool failed)
 {
         if (!up)
                 return;
+        writer_end(up);
         if (up->fd >= 0) {
                 if (failed && ftruncate(up->fd, (off_t)up->base_size) < 0) {
                         /* A btrfs layer at its qgroup limit refuses even a
@@ -205,7 +236,7 @@ upload_free(struct xb_upload *up, bool failed)
 int
 xb_upload_fd(const struct xb_upload *up)
 {
-        return up->fd;
+        return up->wr >= 0 ? up->wr : up->fd;
 }
 
 void
@@ -222,13 +253,29 @@ xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
         struct stat st;
         json_t *res;
 
+        int we = writer_end(up);
+
         if (xb_fileop_sandbox_ok(up->sbx, err) < 0) {
                 upload_free(up, false);
                 return NULL;
         }
+        /* The writer's own error says more than the pipe's EPIPE. */
+        if (we && (!e || e == EPIPE))
+                e = we;
         if (e || fstat(up->fd, &st) < 0) {
                 e = e ? e : errno;
-                if (e == ENOSPC || e == EDQUOT)
+                if (e == ENOMEM)
+                        xb_err_code(err, XB_E_DISK_FULL, e,
+                                    "delete files in memory-backed storage such as /tmp, or create the sandbox "
+                                    "with a larger {\"limits\": {\"memory\": BYTES}}",
+                                    "the sandbox ran out of memory after %llu bytes of "
+                                    "`%s` (a file in memory-backed storage, such as /tmp, counts against its memory "
+                                    "limit); the file was put back as it was opened",
+                                    (unsigned long long)written, path);
+                else if (e == ETIMEDOUT)
+                        xb_err_code(err, XB_E_WRITE_FAILED, e, NULL, "the sandbox did not take the rest of `%s` in "
+                                    "time", path);
+                else if (e == ENOSPC || e == EDQUOT)
                         xb_err_code(err, XB_E_DISK_FULL, e, NULL, "the disk filled up after %llu bytes of `%s`; the "
                                     "file was put back as it was opened (empty, or its old length when appending)",
                                     (unsigned long long)written, path);
@@ -265,9 +312,25 @@ upload_new(struct xb_sbx *x, char **path, int fd, const struct stat *st)
                 return NULL;
         }
         /* O_APPEND keeps what was there; otherwise init truncated it. */
-        *up = (struct xb_upload){ .sbx = x, .path = TAKE_PTR(*path), .fd = fd, .base_size = (uint64_t)st->st_size };
+        *up = (struct xb_upload){ .sbx = x, .path = TAKE_PTR(*path), .fd = fd, .base_size = (uint64_t)st->st_size,
+                                  .wr = -1, .writer = -1 };
         xb_sbx_ref(x);
         return up;
+}
+
+/* A streamed body goes through a writer in the sandbox's cgroup, so that
+ * its pages are the sandbox's (writer.c), not the daemon's. */
+static int
+upload_stream(struct xb_upload *up, struct xb_err *err)
+{
+        if (!up->sbx->sb)
+                return xb_err_code(err, XB_E_SANDBOX_GONE, ESRCH, NULL, "the sandbox is gone");
+        if (xb_sandbox_writer(up->sbx->sb, up->fd, &up->wr, &up->writer, err) < 0) {
+                err->ecode = XB_E_WRITE_FAILED;
+                return -1;
+        }
+        up->sbx->nfileops++;   /* no pause under the writer (writer_end) */
+        return 0;
 }
 
 static void
@@ -275,9 +338,14 @@ upload_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int f
 {
         struct use *u = ctx;
 
-        if (!(*u->up = upload_new(x, path, fd, st)))
+        struct xb_err err = { 0 };
+
+        if (!(*u->up = upload_new(x, path, fd, st))) {
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
-        else
+        } else if (upload_stream(*u->up, &err) < 0) {
+                upload_free(TAKE_PTR(*u->up), true);
+                xb_call_fail(c, &err);
+        } else
                 xb_call_done(c, NULL);
 }
 

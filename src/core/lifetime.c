@@ -26,7 +26,7 @@ deadline(const struct xb_sbx *x, uint64_t now, bool active, enum rule *why)
         if (x->paused) {
                 d = x->paused_until_ms;
                 w = PAUSED_TTL;
-        } else if (active && d < now + x->ttl_ms) {
+        } else if (active && !x->fixed_deadline && d < now + x->ttl_ms) {
                 d = now + x->ttl_ms;   /* the idle clock is held */
         }
         if (x->max_lifetime_ms && x->created_ms + x->max_lifetime_ms <= d) {
@@ -67,7 +67,7 @@ on_expiry(struct xb_timer *t)
 {
         struct xb_sbx *x = t->data;
         uint64_t now = xb_now_ms(), d;
-        bool active = !x->paused && xb_sbx_active(x);
+        bool active = !x->paused && !x->fixed_deadline && xb_sbx_active(x);
         enum rule why;
         struct xb_err err = { 0 };
 
@@ -90,7 +90,7 @@ on_expiry(struct xb_timer *t)
                 return;
         }
         if (!x->paused && x->auto_pause) {
-                if (xb_sbx_pause(x, true, &err) == 0) {
+                if (xb_sbx_pause(x, !x->auto_pause_manual, &err) == 0) {
                         xb_info("sandbox %s paused at its idle TTL", x->id);
                         return;
                 }
@@ -111,4 +111,11 @@ xb_sbx_touch(struct xb_sbx *x, uint64_t ttl_ms)
                 x->ttl_ms = ttl_ms;
         x->expires_ms = xb_now_ms() + x->ttl_ms;
         xb_sbx_arm(x);
+}
+
+void
+xb_sbx_used(struct xb_sbx *x)
+{
+        if (!x->fixed_deadline)
+                xb_sbx_touch(x, 0);
 }

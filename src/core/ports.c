@@ -108,12 +108,12 @@ xb_ports_connect(struct xb_sbx *x, unsigned port, int *ret_fd, struct xb_err *er
          * to its server is use of the sandbox: its idle clock restarts. */
         if ((r = try_connect(fd4, (struct sockaddr *)&a4, sizeof(a4))) == 0) {
                 *ret_fd = TAKE_FD(fd4);
-                xb_sbx_touch(x, 0);
+                xb_sbx_used(x);
                 return 0;
         }
         if (r == -ECONNREFUSED && fd6 >= 0 && try_connect(fd6, (struct sockaddr *)&a6, sizeof(a6)) == 0) {
                 *ret_fd = TAKE_FD(fd6);
-                xb_sbx_touch(x, 0);
+                xb_sbx_used(x);
                 return 0;
         }
         if (r == -ECONNREFUSED)

@@ -31,6 +31,7 @@ struct xb__cell {
         struct xb_session *ss;
         uint64_t id;
         char *code;
+        json_t *env;                   /* {name: value} for this cell only, or NULL */
         struct xb_call *call;          /* who gets the next answer; NULL once answered or gone */
         bool stream;                   /* call takes outputs as events as they come */
         json_t *outputs;

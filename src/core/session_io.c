@@ -134,7 +134,10 @@ clean_bundle(struct xb__cell *c, json_t *data, json_t **image)
         json_object_foreach(data, mime, v) {
                 if (++n > 16 || strlen(mime) > 100)
                         break;
-                if (strcmp(mime, "application/json") == 0) {
+                size_t ml = strlen(mime);
+
+                /* JSON types (application/json, and Jupyter's *+json) carry JSON. */
+                if (strcmp(mime, "application/json") == 0 || (ml > 5 && strcmp(mime + ml - 5, "+json") == 0)) {
                         json_object_set(out, mime, v);
                         continue;
                 }

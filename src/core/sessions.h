@@ -63,7 +63,8 @@ void xb_session_when_started(struct xb_session *ss, struct xb_call *call);
  * error, interrupted, timeout (past timeout_ms: interrupted, the state is
  * kept), dead, or running (yield_ms without output: wait for the rest). A
  * client that leaves does not stop the cell. */
-void xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, uint64_t timeout_ms,
+/* env ({name: value}, or NULL) is set for this cell only. */
+void xb_session_run(struct xb_session *ss, struct xb_call *call, const char *code, json_t *env, uint64_t timeout_ms,
                     uint64_t yield_ms, uint64_t output_limit);
 /* Wait for the running cell: the outputs not yet returned. */
 void xb_session_wait(struct xb_session *ss, struct xb_call *call, uint64_t timeout_ms);

@@ -369,7 +369,19 @@
     while (queue.length) {
       const req = queue.shift(), id = req.id === undefined ? 0 : req.id;
       try {
-        if (req.op === 'run') await run(id, String(req.code === undefined ? '' : req.code));
+        if (req.op === 'run') {
+          // A cell's own environment, for that cell only.
+          const env = req.env && typeof req.env === 'object' ? req.env : {}, saved = {};
+          for (const k of Object.keys(env)) { saved[k] = process.env[k]; process.env[k] = String(env[k]); }
+          try {
+            await run(id, String(req.code === undefined ? '' : req.code));
+          } finally {
+            for (const k of Object.keys(saved)) {
+              if (saved[k] === undefined) delete process.env[k];
+              else process.env[k] = saved[k];
+            }
+          }
+        }
         else if (req.op === 'variable') variable(id, req.name);
         else if (req.op === 'preload') finish(id, 'ok');
         else if (req.op !== 'interrupt' && req.op !== 'input') {

@@ -430,6 +430,128 @@ def no_input(*a, **k):
                                    'put the data in the code or in a file')
 
 
+# ---------------------------------------------------------------- charts ----
+# A matplotlib figure's data (CHART_MIME): type, title, labels, units,
+# ticks, scales and elements; many axes make a superchart.
+CHART_MIME = 'application/vnd.execbox.chart+json'
+
+
+def _cv(v):
+    if isinstance(v, str):
+        return v
+    if hasattr(v, 'isoformat') or type(v).__name__ == 'datetime64':
+        return v.isoformat() if hasattr(v, 'isoformat') else str(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return int(f) if f.is_integer() and abs(f) < 2 ** 53 and not isinstance(v, float) else f
+
+
+def _cunit(label):
+    m = re.search(r'\s\((.*?)\)|\[(.*?)\]', label or '')
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def _c2d(ax, c, swap=False):
+    xl, yl = ax.get_xlabel() or None, ax.get_ylabel() or None
+    if swap:
+        xl, yl = yl, xl
+    c.update(x_label=xl, y_label=yl, x_unit=_cunit(xl), y_unit=_cunit(yl))
+
+
+def _ctick(axis, at):
+    for loc, lab in zip(axis.get_ticklocs(), axis.get_ticklabels()):
+        if abs(loc - at) < 1e-9 and lab.get_text():
+            return lab.get_text()
+    return str(_cv(at))
+
+
+def _cbox(ax, c):
+    from matplotlib.patches import PathPatch
+    bs = [p.get_path().vertices for p in ax.patches if isinstance(p, PathPatch)]
+    up = len({round(float(v[:, 0].max() - v[:, 0].min()), 6) for v in bs}) <= 1  # upright: values on y
+    _c2d(ax, c, not up)
+    for v in bs:
+        x0, x1, q1, q3 = (float(t) for t in (v[:, 0].min(), v[:, 0].max(), v[:, 1].min(), v[:, 1].max()))
+        if not up:
+            x0, x1, q1, q3 = q1, q3, x0, x1
+        e = {'label': _ctick(ax.xaxis if up else ax.yaxis, (x0 + x1) / 2), 'min': q1, 'first_quartile': q1,
+             'median': None, 'third_quartile': q3, 'max': q3, 'outliers': []}
+        for ln in ax.lines:
+            xs, ys = [float(t) for t in ln.get_xdata()], [float(t) for t in ln.get_ydata()]
+            if not up:
+                xs, ys = ys, xs
+            if not xs or not all(x0 - 1e-9 <= x <= x1 + 1e-9 for x in xs):
+                continue
+            if len(ys) == 2 and ys[0] == ys[1] and len(set(xs)) == 2:
+                e['median'] = ys[0]
+            elif len(ys) == 2 and len(set(xs)) == 1:
+                e['min'], e['max'] = min(e['min'], *ys), max(e['max'], *ys)
+            elif ln.get_linestyle() in ('None', ''):
+                e['outliers'] = ys
+        c['elements'].append(e)
+
+
+def _cax(ax):
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import PathPatch, Rectangle, Wedge
+    arts = list(ax.lines) + list(ax.collections) + list(ax.patches)
+    kind = 'unknown'
+    for k, cls in (('line', Line2D), ('scatter', PathCollection), ('pie', Wedge), ('bar', Rectangle),
+                   ('box_and_whisker', (PathPatch, Line2D))):
+        if arts and all(isinstance(a, cls) for a in arts):
+            kind = k
+            break
+    c = {'type': kind, 'title': ax.get_title() or None, 'elements': []}
+    if kind in ('line', 'scatter'):
+        _c2d(ax, c)
+        for n, axis, sc in (('x', ax.xaxis, ax.get_xscale()), ('y', ax.yaxis, ax.get_yscale())):
+            conv = type(getattr(axis, 'get_converter', lambda: axis.converter)()).__name__
+            c[n + '_ticks'] = [_cv(t) for t in axis.get_ticklocs()]
+            c[n + '_tick_labels'] = [t.get_text() for t in axis.get_ticklabels()]
+            c[n + '_scale'] = 'datetime' if 'Date' in conv else 'categorical' if 'StrCat' in conv else sc
+        pts = [(ln, zip(ln.get_xdata(), ln.get_ydata())) for ln in ax.lines] if kind == 'line' else \
+            [(pc, pc.get_offsets()) for pc in ax.collections]
+        c['elements'] = [{'label': a.get_label(), 'points': [[_cv(x), _cv(y)] for x, y in xy]} for a, xy in pts]
+    elif kind == 'bar':
+        rects = [r for cont in ax.containers for r in cont]
+        # Bars of one height and many widths lie down (barh).
+        lying = len({round(r.get_height(), 9) for r in rects}) == 1 < len({round(r.get_width(), 9) for r in rects})
+        _c2d(ax, c, lying)
+        for cont in ax.containers:
+            for r in cont:
+                c['elements'].append({'label': _ctick(ax.yaxis, r.get_y() + r.get_height() / 2) if lying else
+                                      _ctick(ax.xaxis, r.get_x() + r.get_width() / 2),
+                                      'value': _cv(r.get_width() if lying else r.get_height()),
+                                      'group': cont.get_label() or ''})
+    elif kind == 'pie':
+        c['elements'] = [{'label': w.get_label(), 'angle': round(abs(w.theta2 - w.theta1), 4), 'radius': _cv(w.r)}
+                         for w in ax.patches]
+    elif kind == 'box_and_whisker':
+        _cbox(ax, c)
+    return c
+
+
+def chart_of(obj):
+    """The chart of a matplotlib Figure, or None."""
+    fm = sys.modules.get('matplotlib.figure')
+    if fm is None or not isinstance(obj, fm.Figure):
+        return None
+    try:
+        obj.draw_without_rendering()   # tick labels are set at draw time
+        axes = [a for a in obj.get_axes() if a.get_visible()]
+        if len(axes) == 1:
+            return clean(_cax(axes[0]))
+        sup = getattr(obj, '_suptitle', None)
+        return clean({'type': 'superchart', 'title': sup.get_text() if sup else None,
+                      'elements': [_cax(a) for a in axes]}) if axes else None
+    except Exception as e:
+        diag('chart extraction failed:', e)
+        return None
+
+
 def python_main():
     os.environ.setdefault('MPLBACKEND', 'module://matplotlib_inline.backend_inline')
     home = os.environ.get('HOME', '')
@@ -487,6 +609,18 @@ def python_main():
     cfg.HistoryManager.enabled = False
     cfg.InteractiveShell.colors = 'NoColor'
     shell = Shell.instance(config=cfg, displayhook_class=Hook, display_pub_class=Pub)
+    from IPython.core.formatters import BaseFormatter
+    from traitlets import Unicode
+
+    class ChartFormatter(BaseFormatter):
+        format_type = Unicode(CHART_MIME)
+
+        def __call__(self, obj):
+            return chart_of(obj)
+
+    shell.display_formatter.formatters[CHART_MIME] = ChartFormatter(parent=shell.display_formatter)
+    if CHART_MIME not in shell.display_formatter.active_types:
+        shell.display_formatter.active_types = shell.display_formatter.active_types + [CHART_MIME]
     builtins.input = no_input
     user_paths()
     sys.stdout.flush()
@@ -504,11 +638,12 @@ def python_main():
     def count():
         return shell.execution_count - 1
 
-    def run(rid, code):
+    def run(rid, code, env=None):
         flush_streams()
         begin(rid)
         status = 'ok'
         S.interrupt = S.pending = False
+        old = env_swap(env or {})
         try:
             S.running = True
             r = shell.run_cell(code, store_history=True)
@@ -524,6 +659,7 @@ def python_main():
             error(rid, 'KeyboardInterrupt', '', ['KeyboardInterrupt'])
         finally:
             S.running = S.pending = False
+            env_restore(old)
         shell.exit_now = False
         flush_streams()
         if status == 'interrupted':
@@ -568,7 +704,7 @@ def python_main():
     def handle(req):
         op, rid = req.get('op'), req.get('id', 0)
         if op == 'run':
-            run(rid, str(req.get('code', '')))
+            run(rid, str(req.get('code', '')), cell_env(req))
         elif op == 'variable':
             variable(rid, req.get('name'))
         elif op == 'preload':
@@ -581,6 +717,22 @@ def python_main():
     read_requests(handle)
     flush_streams()
     os._exit(0)
+
+
+def cell_env(req):
+    e = req.get('env')   # a cell's own environment, for that cell only
+    return {str(k): str(v) for k, v in e.items()} if isinstance(e, dict) else {}
+
+
+def env_swap(env):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    return old
+
+
+def env_restore(old):
+    for k, v in old.items():
+        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 def unknown(rid, op, count):
@@ -726,9 +878,29 @@ def jupyter_main(name):
         finally:
             S.running = False
 
-    def run(rid, code):
+    def env_code(env):
+        """Kernel code that sets env, and code that puts it back."""
+        kl, q = lang.get('name', spec.language), json.dumps
+        if env and kl == 'python':
+            return ('import os as _xb_os\n_xb_old = {k: _xb_os.environ.get(k) for k in %s}\n'
+                    '_xb_os.environ.update(%s)\n' % (q(list(env)), q(env)),
+                    '[_xb_os.environ.pop(k, 0) if v is None else _xb_os.environ.__setitem__(k, v) '
+                    'for k, v in _xb_old.items()]\n')
+        if env and kl == 'R':
+            return ('.xb_eo <- Sys.getenv(c(%s), unset = NA, names = TRUE); invisible(Sys.setenv(%s))\n'
+                    % (', '.join(map(q, env)), ', '.join('%s = %s' % (q(k), q(v)) for k, v in env.items())),
+                    'for (n in names(.xb_eo)) if (is.na(.xb_eo[[n]])) Sys.unsetenv(n) else '
+                    'do.call(Sys.setenv, setNames(list(.xb_eo[[n]]), n)); rm(.xb_eo)\n')
+        return None, None
+
+    def run(rid, code, env=None):
         begin(rid)
+        pre, post = env_code(env)
+        if pre:
+            execute(rid, pre, True)
         reply = execute(rid, code)
+        if post and reply is not None:
+            execute(rid, post, True)
         if reply is None:
             error(rid, 'KernelDied', 'the %s kernel died; the session is over' % name)
             finish(rid, 'error', state['count'])
@@ -769,7 +941,7 @@ def jupyter_main(name):
     def handle(req):
         op, rid = req.get('op'), req.get('id', 0)
         if op == 'run':
-            run(rid, str(req.get('code', '')))
+            run(rid, str(req.get('code', '')), cell_env(req))
         elif op == 'variable':
             variable(rid, req.get('name'))
         elif op == 'preload':
@@ -998,7 +1170,20 @@ def bash_main():
     except OSError:
         version = ''
 
-    def run(rid, code):
+    def env_wrap(code, env):
+        """code with env exported for it, put back after ($? kept)."""
+        import shlex
+        ks = [k for k in env if re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', k)]
+        if not ks:
+            return code
+        pre = ''.join('__xb_o%d=${%s+1} __xb_s%d=${%s-}; export %s=%s\n' % (i, k, i, k, k, shlex.quote(env[k]))
+                      for i, k in enumerate(ks))
+        post = ''.join('[ "$__xb_o%d" ] && %s=$__xb_s%d || unset %s; unset __xb_o%d __xb_s%d; ' % (i, k, i, k, i, i)
+                       for i, k in enumerate(ks))
+        return pre + code.rstrip('\n') + '\n__xb_rc=$?; ' + post + '(exit $__xb_rc)\n'
+
+    def run(rid, code, env=None):
+        code = env_wrap(code, env or {})
         with LOCK:
             if B.mode != 'idle':
                 first = B.code.strip().splitlines()[0][:80] if B.code.strip() else ''
@@ -1061,7 +1246,7 @@ def bash_main():
     def handle(req):
         op, rid = req.get('op'), req.get('id', 0)
         if op == 'run':
-            run(rid, str(req.get('code', '')))
+            run(rid, str(req.get('code', '')), cell_env(req))
         elif op == 'input':
             with LOCK:
                 running = B.mode == 'run'

@@ -2,8 +2,16 @@
  * kill, timeout, refresh, pause, resume and connect. X-API-KEY is an
  * execbox token and names its tenant; a tenant sees only its own
  * sandboxes. Errors are E2B's {"code": <status>, "message"}. What execbox
- * cannot do yet (pause on timeout, internet access, volumes) is refused
- * with a 400 that says so, never accepted and ignored.
+ * cannot do yet (volumes, MCP gateways, network rules) is refused with a
+ * 400 that says so, never accepted and ignored.
+ *
+ * Timeouts: E2B's timeout is absolute (create, setTimeout and connect set
+ * "ends at now + t", and neither use nor a running command moves it), so
+ * an E2B sandbox has a fixed deadline in the engine (fixed_deadline), not
+ * execbox's idle lease; --max-lifetime still caps it. autoPause
+ * (lifecycle.onTimeout "pause") pauses it at that deadline instead, with
+ * its memory and processes; only Sandbox.connect() (or resume) wakes it,
+ * unless autoResume.enabled, where the next use does.
  *
  * Templates: "base" and "code-interpreter-v1" (also "code-interpreter")
  * are execbox's one host image; the interpreter's kernels start on the
@@ -151,7 +159,8 @@ sandbox_detail(const struct e2b_sbx *s, const struct xb_sbx *x, bool full)
                 json_object_set_new(o, "allowInternetAccess", json_boolean(internet_of(x)));
                 if (s->network)
                         json_object_set(o, "network", s->network);
-                json_object_set_new(o, "lifecycle", json_pack("{s:s,s:b}", "onTimeout", "kill", "autoResume", 0));
+                json_object_set_new(o, "lifecycle", json_pack("{s:s,s:b}", "onTimeout", x->auto_pause ? "pause" : "kill",
+                                                      "autoResume", x->auto_pause && !x->auto_pause_manual));
                 json_object_set_new(o, "volumeMounts", json_array());
         }
         return o;
@@ -163,9 +172,12 @@ refuse_unsupported(struct xb_req *r, json_t *body)
 {
         json_t *net = json_object_get(body, "network");
 
-        if (json_is_true(json_object_get(body, "autoPause")))
-                return api_error(r, 400, "autoPause (pausing on timeout) is not supported by this server yet: "
-                                 "omit lifecycle.onTimeout, and pause with Sandbox.pause()"), -1;
+        json_t *ar = json_object_get(body, "autoResume");
+
+        if (ar && !json_is_null(ar) && !json_is_object(ar))
+                return api_error(r, 400, "autoResume must be an object {\"enabled\": bool}"), -1;
+        if (json_is_true(json_object_get(ar, "enabled")) && !json_is_true(json_object_get(body, "autoPause")))
+                return api_error(r, 400, "autoResume can only be enabled with autoPause"), -1;
         if (json_object_get(net, "rules") || json_object_get(net, "egressProxy") ||
             json_is_true(json_object_get(net, "allowPublicTraffic")) || json_is_true(json_object_get(net, "maskRequestHost")))
                 return api_error(r, 400, "network rules, egressProxy, maskRequestHost and allowPublicTraffic are not "
@@ -227,7 +239,8 @@ static unsigned
 create_status(const struct xb_err *err)
 {
         switch (err->ecode) {
-        case XB_E_TOO_MANY_SANDBOXES: return 429;
+        case XB_E_TOO_MANY_SANDBOXES: case XB_E_OVER_QUOTA: return 429;
+        case XB_E_OVER_CEILING: return 400;
         case XB_E_NOMEM: return 503;
         case XB_E_NETWORK_FORBIDDEN: return 403;
         case XB_E_INVALID: case XB_E_INVALID_METADATA: case XB_E_METADATA_TOO_LARGE: case XB_E_INVALID_NETWORK:
@@ -245,6 +258,7 @@ created(struct xb_req *r, struct e2b_async *a, json_t *res, const struct xb_err 
         json_t *body = json_object_get(a->aux, "body"), *args = json_object_get(a->aux, "args"), *v;
         const char *name = json_string_value(json_object_get(body, "templateID")), *id;
         struct e2b_sbx *s;
+        struct xb_sbx *x;
 
         /* Internet access is E2B's default (the Python SDK always asks for
          * it): where the operator allows less, the sandbox gets the
@@ -257,7 +271,17 @@ created(struct xb_req *r, struct e2b_async *a, json_t *res, const struct xb_err 
                 return;
         }
         if (err) {
-                api_error(r, create_status(err), "%s", err->msg);
+                /* The operator's ceilings and the tenant's quotas, as REST answers them. */
+                if (err->ecode == XB_E_OVER_QUOTA && err->retry_s) {
+                        char secs[16];
+
+                        snprintf(secs, sizeof(secs), "%u", err->retry_s);
+                        xb_req_add_reply_header(r, "Retry-After", secs);
+                }
+                if (err->hint)
+                        api_error(r, create_status(err), "%s (%s)", err->msg, err->hint);
+                else
+                        api_error(r, create_status(err), "%s", err->msg);
                 e2b_async_free(a);
                 return;
         }
@@ -273,6 +297,12 @@ created(struct xb_req *r, struct e2b_async *a, json_t *res, const struct xb_err 
         s->started_unix_ms = (uint64_t)json_integer_value(json_object_get(res, "created_at_ms"));
         if (json_is_object(v = json_object_get(body, "network")))
                 s->network = json_incref(v);
+        if ((x = e2b_engine_sbx(a->e, id))) {
+                /* E2B's timeout is a deadline, not an idle lease (see the top). */
+                x->fixed_deadline = true;
+                x->auto_pause_manual = !json_is_true(json_object_get(json_object_get(body, "autoResume"), "enabled"));
+                xb_sbx_arm(x);
+        }
         json_decref(res);
         xb_reply_json(r, 201, sandbox_ref(s));
         e2b_async_free(a);
@@ -305,6 +335,10 @@ create(struct xb_req *r)
                 json_object_set(args, "metadata", v);
         if (json_is_object(v = json_object_get(body, "envVars")) && json_object_size(v))
                 json_object_set(args, "env", v);
+        /* autoPauseMemory false asks for a disk-only snapshot: keeping the
+         * memory too is more than that, and resumes the same way. */
+        if (json_is_true(json_object_get(body, "autoPause")))
+                json_object_set_new(args, "auto_pause", json_true());
         if (!(pol = network_policy(r, body, &narrowed)))
                 return;
         json_object_set_new(args, "network", pol);
@@ -522,10 +556,9 @@ wake(struct xb_req *r, bool strict)
                 api_error(r, 409, "sandbox %s is already running", x->id);
                 return;
         }
-        if (json_is_true(json_object_get(body, "autoPause"))) {
-                api_error(r, 400, "autoPause is not supported by this server yet");
-                return;
-        }
+        /* The old resume body's autoPause sets what its timeout does. */
+        if (json_is_boolean(json_object_get(body, "autoPause")))
+                x->auto_pause = json_is_true(json_object_get(body, "autoPause"));
         was_paused = x->paused;
         xb_sbx_resume(x);
         t = json_object_get(body, "timeout");

@@ -507,25 +507,139 @@ upload_next(struct xb_req *r, struct e2b_async *a)
         e2b_async_run(a, "write_file", args, 0);
 }
 
+/* An octet-stream upload (one file, ?path=): its body streams into the
+ * file through the sandbox's writer (core/files.h), never held whole. */
+struct stream_up {
+        struct e2b_sink sink;
+        struct xb_req *req;
+        struct xb_upload *up;
+        bool inside;                 /* still in the handler */
+        bool failed;                 /* answered at the open */
+};
+
+static void
+stream_opened(struct e2b_sink *s, json_t *res, const struct xb_err *err)
+{
+        struct stream_up *t = (struct stream_up *)s;
+
+        json_decref(res);
+        t->sink.call = NULL;
+        if (err) {
+                files_error(t->req, err);
+                t->failed = true;
+                xb_req_set_data(t->req, NULL);
+                if (!t->inside)
+                        free(t);
+                return;
+        }
+        xb_req_set_sink(t->req, xb_upload_fd(t->up));
+        xb_req_resume(t->req);
+}
+
+static void
+stream_gone(struct xb_req *r, void *owner)
+{
+        struct stream_up *t = owner;
+
+        (void)r;
+        xb_req_set_data(r, NULL);
+        if (t->sink.call)
+                xb_call_cancel(t->sink.call);
+        if (t->up)
+                xb_upload_abort(t->up);
+        free(t);
+}
+
+static void
+stream_end(struct xb_req *r, struct stream_up *t)
+{
+        struct xb_err err = { 0 };
+        json_t *res;
+
+        xb_req_set_data(r, NULL);
+        if (!t->up) {
+                xb_reply_json(r, 500, json_pack("{s:s,s:i}", "message", "the upload lost its file", "code", 500));
+        } else if ((res = xb_upload_end(TAKE_PTR(t->up), xb_req_sink_bytes(r), xb_req_sink_error(r), &err))) {
+                const char *path = json_string_value(json_object_get(res, "path")) ?: "";
+                const char *slash = strrchr(path, '/');
+
+                xb_reply_json(r, 200, json_pack("[{s:s,s:s,s:s}]", "name", slash ? slash + 1 : path, "type", "file",
+                                                "path", path));
+                json_decref(res);
+        } else
+                files_error(r, &err);
+        free(t);
+}
+
+/* Phase BEGIN of an octet-stream upload: open the file, then take the body. */
+static void
+stream_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *qpath)
+{
+        _cleanup_(xb_json_decrefp) json_t *args = json_pack("{s:s,s:s}", "id", s->id, "path", qpath);
+        struct xb_err err = { 0 };
+        struct xb_file_req q;
+        struct stream_up *t;
+        struct xb_sbx *x;
+        char *p = NULL;
+
+        if (!(x = xb_opfile_sandbox(e->core, s->tenant, args, &err)) || xb_opfile_write_args(args, &q, &p, &err) < 0) {
+                files_error(r, &err);
+                return;
+        }
+        t = calloc(1, sizeof(*t));
+        if (!t || !e2b_call_new(&t->sink, 0)) {
+                free(t);
+                free(p);
+                xb_reply_json(r, 503, json_pack("{s:s,s:i}", "message", "out of memory", "code", 503));
+                return;
+        }
+        t->sink.done = stream_opened;
+        t->req = r;
+        t->inside = true;
+        xb_req_set_data(r, t);
+        xb_fileop_open_upload(x, &q, p, &t->up, t->sink.call);
+        t->inside = false;
+        if (t->failed) {
+                free(t);   /* answered already */
+                return;
+        }
+        if (t->sink.call)
+                xb_req_suspend(r, stream_gone, t);
+}
+
 static void
 files_post(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
         const char *ctype = xb_req_header(r, "Content-Type"), *qpath = xb_req_query(r, "path", NULL), *bnd;
+        bool multipart = ctype && !strncasecmp(ctype, "multipart/form-data", 19);
         struct xb_sbx *x;
-        struct e2b_sbx *s = e2b_front_sbx(r, e, true, &x);
+        struct e2b_sbx *s;
         struct upload *u;
         struct e2b_async *a;
         size_t n = 0;
-        const char *body = xb_req_body(r, &n);
+        const char *body;
         int rc = 0;
 
-        if (!s || !e2b_rpc_user(r))
+        if (xb_req_phase(r) == XB_PHASE_END && xb_req_data(r)) {
+                stream_end(r, xb_req_data(r));
+                return;
+        }
+        if (!(s = e2b_front_sbx(r, e, true, &x)) || !e2b_rpc_user(r))
                 return;
         if (xb_req_header(r, "Content-Encoding")) {
                 xb_reply_json(r, 400, json_pack("{s:s,s:i}", "message", "compressed uploads are not supported", "code", 400));
                 return;
         }
+        if (xb_req_phase(r) == XB_PHASE_BEGIN) {
+                /* Multipart is parsed whole (up to the body limit); a raw body streams. */
+                if (multipart || !qpath || !*qpath)
+                        xb_req_buffer_body(r);
+                else
+                        stream_begin(r, e, s, qpath);
+                return;
+        }
+        body = xb_req_body(r, &n);
         u = calloc(1, sizeof(*u));
         if (u)
                 u->parts = calloc(PARTS_MAX, sizeof(*u->parts));
@@ -536,7 +650,7 @@ files_post(struct xb_req *r)
                 return;
         }
         u->dir = qpath && *qpath ? strdup(qpath) : NULL;
-        if (ctype && !strncasecmp(ctype, "multipart/form-data", 19) && (bnd = strstr(ctype, "boundary="))) {
+        if (multipart && (bnd = strstr(ctype, "boundary="))) {
                 _cleanup_free_ char *b = strdup(bnd + 9);
 
                 if (b && b[0] == '"') {
@@ -611,7 +725,8 @@ const struct xb_route e2b_envd_fs_routes[] = {
         FS("Move", fs_move),
         FS("Remove", fs_remove),
         { "GET", E2B_ENVD_PREFIX "/files", files_get, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
-        { "POST", E2B_ENVD_PREFIX "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN | XB_ROUTE_ANYTYPE, NULL },
+        { "POST", E2B_ENVD_PREFIX "/files", files_post, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN | XB_ROUTE_ANYTYPE | XB_ROUTE_SINK,
+          NULL },
         { "GET", E2B_ENVD_PREFIX "/health", health, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
         { "GET", E2B_ENVD_PREFIX "/metrics", metrics, XB_ROUTE_PUBLIC | XB_ROUTE_HIDDEN, NULL },
 };

@@ -6,7 +6,8 @@
  * carry E2B's names for MIME types (text, html, png, ...), with
  * is_main_result for the cell's value. A client that leaves, or whose
  * timeout passes (it then leaves), interrupts the cell, as E2B does.
- * Per-execution env_vars are refused: sessions have one environment. */
+ * Per-execution env_vars are set for that cell only (the drivers put
+ * back what was there before). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -78,6 +79,7 @@ struct exec {
         char id[XB_SANDBOX_ID_LEN + 1], sid[40];
         int tenant, lang;
         char *code;
+        json_t *env;                 /* env_vars: this execution's own, or NULL */
         bool running;                /* run_code in flight */
 };
 
@@ -88,6 +90,7 @@ exec_free(struct exec *x)
         if (x->sink.call)
                 xb_call_cancel(x->sink.call);
         free(x->code);
+        json_decref(x->env);
         free(x);
 }
 
@@ -144,6 +147,7 @@ result_line(json_t *data, bool main)
                 { "image/svg+xml", "svg" }, { "image/png", "png" }, { "image/jpeg", "jpeg" },
                 { "application/pdf", "pdf" }, { "text/latex", "latex" }, { "application/json", "json" },
                 { "application/javascript", "javascript" },
+                { "application/vnd.execbox.chart+json", "chart" },   /* a matplotlib figure's data */
         };
         json_t *o = json_pack("{s:s,s:b}", "type", "result", "is_main_result", main), *v;
         const char *mime;
@@ -231,7 +235,8 @@ static void
 run_cell(struct exec *x)
 {
         _cleanup_(xb_json_decrefp) json_t *args =
-                json_pack("{s:s,s:s,s:s,s:i}", "id", x->id, "sid", x->sid, "code", x->code, "timeout_s", 86400);
+                json_pack("{s:s,s:s,s:s,s:i,s:O*}", "id", x->id, "sid", x->sid, "code", x->code, "timeout_s", 86400,
+                          "env", x->env);
 
         x->sink.done = exec_done;
         x->sink.event = exec_event;
@@ -325,9 +330,8 @@ execute(struct xb_req *r)
                 text_error(r, 400, "send {\"code\": \"...\"} as JSON");
                 return;
         }
-        if (json_is_object(env) && json_object_size(env)) {
-                text_error(r, 400, "per-execution env_vars are not supported by this server: set envs when creating "
-                                   "the sandbox");
+        if (env && !json_is_null(env) && !json_is_object(env)) {
+                text_error(r, 400, "env_vars must be an object of names and strings");
                 return;
         }
         li = lang_index(lang);
@@ -343,6 +347,7 @@ execute(struct xb_req *r)
         }
         x->e = e;
         x->req = r;
+        x->env = json_is_object(env) && json_object_size(env) ? json_incref(env) : NULL;
         x->tenant = s->tenant;
         snprintf(x->hold.id, sizeof(x->hold.id), "%s", s->id);
         x->hold.drop = exec_drop;

@@ -206,7 +206,7 @@ start_cmd(struct xb_core *s, int tenant, json_t *args, struct xb_call *c, bool b
                 xb_call_fail(c, &err);
                 return NULL;
         }
-        xb_sbx_touch(x, 0);
+        xb_sbx_used(x);
         return p;
 }
 

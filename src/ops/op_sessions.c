@@ -122,10 +122,33 @@ delete_session(struct xb_core *core, int tenant, json_t *args, struct xb_call *c
         xb_call_done(call, NULL);
 }
 
+/* A cell's env: {name: string}, names as a shell takes them. */
+static int
+check_env(json_t *env, struct xb_err *err)
+{
+        const char *k;
+        json_t *v;
+
+        if (!env || json_is_null(env))
+                return 0;
+        if (!json_is_object(env) || json_object_size(env) > 256)
+                return xb_err_msg(err, EINVAL, "`env` must be an object of at most 256 names and strings");
+        json_object_foreach(env, k, v) {
+                size_t n = strlen(k);
+
+                if (!json_is_string(v) || !n || n > 255 || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                                      "0123456789_") != n || (k[0] >= '0' && k[0] <= '9') ||
+                    json_string_length(v) > 65536 || strlen(json_string_value(v)) != json_string_length(v))
+                        return xb_err_msg(err, EINVAL, "`env`: `%.64s` must be a name ([A-Za-z_][A-Za-z0-9_]*) with a "
+                                          "string value of at most 64 KiB", k);
+        }
+        return 0;
+}
+
 static int
 parse_run(json_t *args, const char **code, uint64_t *timeout, uint64_t *yield, uint64_t *limit, struct xb_err *err)
 {
-        static const char *const fields[] = { "code", "timeout_s", "yield_after_s", "output_limit", NULL };
+        static const char *const fields[] = { "code", "timeout_s", "yield_after_s", "output_limit", "env", NULL };
         int rc;
 
         *timeout = CELL_TIMEOUT_DEFAULT_MS;
@@ -136,7 +159,7 @@ parse_run(json_t *args, const char **code, uint64_t *timeout, uint64_t *yield, u
                 return rc;
         if (!*code)
                 return xb_err_msg(err, EINVAL, "`code` is required: the cell to run");
-        return 0;
+        return check_env(json_object_get(args, "env"), err);
 }
 
 static void
@@ -153,7 +176,7 @@ run_code(struct xb_core *core, int tenant, json_t *args, struct xb_call *call)
                 fail_invalid(call, &err, "send {\"code\": \"print(1+1)\"}");
                 return;
         }
-        xb_session_run(ss, call, code, timeout, yield, limit);
+        xb_session_run(ss, call, code, json_object_get(args, "env"), timeout, yield, limit);
 }
 
 static void

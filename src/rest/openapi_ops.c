@@ -435,7 +435,9 @@ const struct xb_op_def xb_op_defs[] = {
           .body = "{\"yield_after_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0.01, \"description\": "
                   "\"Answer early, leaving it running, after this many seconds without output.\"}, "
                   "\"output_limit\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1024, \"description\": "
-                  "\"Bytes of output kept. null: 1 MiB.\"}}" },
+                  "\"Bytes of output kept. null: 1 MiB.\"}, \"env\": {\"type\": [\"object\", \"null\"], "
+                  "\"additionalProperties\": {\"type\": \"string\"}, \"description\": "
+                  "\"Environment variables set for this cell only.\"}}" },
         { .method = "POST", .path = "/v1/sandboxes/{id}/sessions/{sid}/wait", .id = "wait_session",
           .tag = "sessions", .summary = "Wait for the running cell's next outputs.", .errors = "409",
           .body = TIMEOUT_BODY("Stop waiting after this many seconds. null: 30."),

@@ -153,5 +153,17 @@ int xb_sandbox_destroy(struct xb_sandbox *sb);
  * a disk layer. */
 int xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on);
 
+/* A writer in sb's cgroup (writer.c) that copies a pipe into fd, so that
+ * what it writes is charged to the sandbox: *ret_wr is the pipe's
+ * non-blocking write end (the caller's), *ret_pidfd the writer. Close
+ * ret_wr, then xb_sandbox_writer_wait. */
+int xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, struct xb_err *err);
+/* Reap the writer (closes pidfd), waiting wait_ms for it to finish and
+ * as long again after a SIGKILL: 0, the errno it stopped on (ETIMEDOUT:
+ * it was too slow and was killed), -1 if something else killed it (the
+ * sandbox's OOM killer, or the sandbox's end), or -2 if it would not die
+ * (left a zombie, never blocking the caller). */
+int xb_sandbox_writer_wait(int pidfd, int wait_ms);
+
 /* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */
 int xb_random_id(char *id, size_t len);

@@ -262,6 +262,12 @@ xb_req_set_sink(struct xb_req *r, int fd)
         r->sink_fd = fd;
 }
 
+void
+xb_req_buffer_body(struct xb_req *r)
+{
+        r->sink_buffered = true;
+}
+
 uint64_t
 xb_req_sink_bytes(const struct xb_req *r)
 {
@@ -382,6 +388,7 @@ http_req_free(struct xb_req *r)
         free(r->raw_uri);
         free(r->scratch);
         xb_buf_free(&r->body);
+        xb_io_stop(&r->sink_io);
         for (int i = 0; i < r->nhdr; i++) {
                 free(r->hdr_name[i]);
                 free(r->hdr_value[i]);
@@ -438,6 +445,52 @@ body_follows(const struct xb_req *r)
         return te && strcasestr(te, "chunked");
 }
 
+static void
+on_sink_room(struct xb_io *io, uint32_t events)
+{
+        struct xb_req *r = io->data;
+
+        (void)events;
+        xb_io_stop(&r->sink_io);
+        if (r->suspended) {
+                http_conn_resume(r);
+                http_mark_run(r->http);
+        }
+}
+
+/* Write to the sink what it takes now; returns how much is left, with
+ * the request suspended until the sink has room (a pipe to a writer in
+ * the sandbox: backpressure, not a blocked loop). */
+static size_t
+sink_write(struct xb_req *r, const char *p, size_t n)
+{
+        size_t done = 0;
+
+        while (done < n) {
+                ssize_t k = write(r->sink_fd, p + done, n - done);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN) {
+                        r->sink_bytes += done;
+                        if (xb_io_start(r->http->loop, &r->sink_io, r->sink_fd, EPOLLOUT, on_sink_room, r) < 0) {
+                                r->sink_err = EIO;
+                                return 0;
+                        }
+                        http_conn_suspend(r);
+                        return n - done;
+                }
+                if (k < 0) {
+                        r->sink_err = errno;
+                        r->sink_bytes += done;
+                        return 0;
+                }
+                done += (size_t)k;
+        }
+        r->sink_bytes += done;
+        return 0;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method, const char *version,
            const char *upload, size_t *upload_size, void **con_cls)
@@ -462,6 +515,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 r->sink_fd = -1;
                 r->tenant = -1;
                 r->watch.fd = -1;
+                r->sink_io.fd = -1;
                 r->body.max = h->o.body_max;
                 http_access_begin(r);
                 r->path = strdup(url);
@@ -533,18 +587,19 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 return MHD_YES;
         }
         if (*upload_size) {
-                if (r->route->flags & XB_ROUTE_SINK) {
+                if ((r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered) {
                         if (r->sink_fd < 0) {
                                 xb_reply_error(r, 500, "internal", "retry", "no place to write the upload");
                         } else if (r->sink_bytes + *upload_size > h->o.upload_max) {
                                 r->sink_err = EFBIG;
                         } else if (!r->sink_err) {
-                                int e = xb_write_all(r->sink_fd, upload, *upload_size);
+                                size_t left = sink_write(r, upload, *upload_size);
 
-                                if (e < 0)
-                                        r->sink_err = -e;
-                                else
-                                        r->sink_bytes += *upload_size;
+                                if (left) {
+                                        /* The sink is full: the rest waits, and so does the client. */
+                                        *upload_size = left;
+                                        return MHD_YES;
+                                }
                         }
                 } else if (!r->too_large && xb_buf_append(&r->body, upload, *upload_size) < 0) {
                         /* libmicrohttpd 0.9.75 cannot send a reply in the middle of a

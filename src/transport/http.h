@@ -182,6 +182,9 @@ void xb_req_resume(struct xb_req *r);
 /* XB_ROUTE_SINK: body bytes go to fd (not owned); a write error ends the
  * request with on_sink_error's reply. */
 void xb_req_set_sink(struct xb_req *r, int fd);
+/* XB_ROUTE_SINK, at phase BEGIN: no sink for this one; its body is
+ * buffered as other routes' are (up to body_max), for phase END. */
+void xb_req_buffer_body(struct xb_req *r);
 /* Bytes written to the sink so far, and its error (0 if none). */
 uint64_t xb_req_sink_bytes(const struct xb_req *r);
 int xb_req_sink_error(const struct xb_req *r);

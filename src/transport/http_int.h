@@ -81,6 +81,8 @@ struct xb_req {
         struct xb_io watch;           /* the client's socket while suspended */
         /* XB_ROUTE_SINK */
         int sink_fd;
+        struct xb_io sink_io;         /* a full sink (a pipe): wait until it takes more */
+        bool sink_buffered;           /* xb_req_buffer_body: this one's body is buffered after all */
         bool begin_replay;            /* MHD repeats the first call after a resume */
         uint64_t sink_bytes;
         int sink_err;

@@ -76,6 +76,46 @@ await check('allowInternetAccess and updateNetwork', async () => {
   await off.kill()
   eq((await sbx.getInfo()).allowInternetAccess, true, 'the default is internet access')
 })
+await check('the timeout is absolute: use and a running command do not extend it', async () => {
+  const t = await Sandbox.create({ timeoutMs: 2_000 })
+  await t.commands.run('sleep 30', { background: true })
+  const t0 = Date.now()
+  let alive = true
+  while (alive && Date.now() - t0 < 6_000) {
+    try {
+      await t.commands.run('true')
+      await new Promise((r) => setTimeout(r, 200))
+    } catch (e) {
+      alive = false
+    }
+  }
+  ok(!alive, 'ended while in use')
+  ok(Date.now() - t0 < 4_000, `ended near its 2 s timeout (after ${Date.now() - t0} ms)`)
+  await throwsA(SandboxNotFoundError, () => Sandbox.getInfo(t.sandboxId))
+})
+await check('lifecycle onTimeout pause: paused at the timeout, connect brings it back with its state', async () => {
+  const a = await Sandbox.create({ timeoutMs: 2_000, lifecycle: { onTimeout: 'pause' } })
+  eq((await a.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: false })
+  await a.files.write('/tmp/kept', 'state')
+  const h = await a.commands.run('sleep 600', { background: true })
+  let state = 'running'
+  for (let i = 0; i < 60 && state === 'running'; i++) {
+    await new Promise((r) => setTimeout(r, 100))
+    state = (await a.getInfo()).state
+  }
+  eq(state, 'paused', 'paused at its timeout')
+  eq(await a.isRunning(), false, 'envd down while paused')
+  const back = await Sandbox.connect(a.sandboxId, { timeoutMs: 60_000 })
+  eq((await back.getInfo()).state, 'running')
+  eq(await back.files.read('/tmp/kept'), 'state', 'its files')
+  ok((await back.commands.list()).some((p) => p.pid === h.pid), 'its processes')
+  await back.kill()
+})
+await check('lifecycle autoResume: getInfo says so', async () => {
+  const a = await Sandbox.create({ timeoutMs: 60_000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  eq((await a.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true })
+  await a.kill()
+})
 await check('kill, then kill again is false', async () => {
   await sbx.kill()
   eq(await Sandbox.kill(sbx.sandboxId), false)

@@ -116,7 +116,7 @@ def test_create_shape_and_templates(srv, sandbox):
 
 
 @pytest.mark.parametrize("body,word", [
-    ({"autoPause": True}, "autoPause"),
+    ({"autoResume": {"enabled": True}}, "autoPause"),
     ({"network": {"rules": {"example.com": [{}]}}}, "rules"),
     ({"network": {"allowOut": ["1.1.1.1"], "denyOut": ["10.0.0.0/8"]}}, "allowOut"),
     ({"volumeMounts": [{"name": "v", "path": "/mnt"}]}, "volume"),
@@ -124,6 +124,50 @@ def test_create_shape_and_templates(srv, sandbox):
 def test_unsupported_create_options_are_refused(srv, body, word):
     st, e = api(srv, "POST", "/v2/sandboxes", dict(body, templateID="base"))
     assert st == 400 and word in e["message"], e
+
+
+@pytest.mark.parametrize("path", ["/sandboxes", "/v2/sandboxes"])
+def test_auto_pause_on_both_create_bodies(srv, path):
+    st, sb = api(srv, "POST", path, {"templateID": "base", "timeout": 1, "autoPause": True})
+    assert st == 201, sb
+    sid = sb["sandboxID"]
+    try:
+        st, info = api(srv, "GET", f"/sandboxes/{sid}")
+        assert info["lifecycle"] == {"onTimeout": "pause", "autoResume": False}
+        for _ in range(50):
+            st, info = api(srv, "GET", f"/sandboxes/{sid}")
+            if info["state"] == "paused":
+                break
+            time.sleep(0.1)
+        assert info["state"] == "paused", info
+        st, _ = api(srv, "POST", f"/sandboxes/{sid}/resume", {"timeout": 60})
+        assert st == 201
+        st, info = api(srv, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running"
+    finally:
+        api(srv, "DELETE", f"/sandboxes/{sid}")
+
+
+def test_creates_meet_the_tenant_quota_and_the_ceilings(execbox, tmp_path):
+    """E2B creates go through the engine's create op: a token's quota is
+    429 as on REST, and the server's own limits apply."""
+    import server_fixture
+    key = "e2b_" + "ab" * 20
+    s = server_fixture.start_server(execbox, str(tmp_path), "--max-memory", "256M", "--memory", "256M",
+                                    tokens=[f"{key} sandboxes=1"], pool=0)
+    try:
+        h = {"X-API-KEY": key, "Content-Type": "application/json"}
+        st, _, b = call(s, "POST", "/v2/sandboxes", {"templateID": "base"}, h)
+        assert st == 201, b
+        first = json.loads(b)["sandboxID"]
+        st, hd, b = call(s, "POST", "/v2/sandboxes", {"templateID": "base"}, h)
+        assert st == 429 and json.loads(b)["code"] == 429, b
+        st, _, b = call(s, "GET", f"/sandboxes/{first}", None, h)
+        assert json.loads(b)["memoryMB"] == 256, b
+        call(s, "DELETE", f"/sandboxes/{first}", None, h)
+    finally:
+        problems = server_fixture.finish_server(s)
+    assert not problems, problems
 
 
 def test_auth_is_required_and_per_tenant(srv, sandbox):
@@ -202,6 +246,31 @@ def test_files_octet_stream_and_multipart(srv, sandbox):
     assert b == b"two"
     st, _, b = call(srv, "GET", "/files?path=/home/user/missing", headers=h)
     assert st == 404 and json.loads(b)["code"] == 404
+
+
+def test_files_octet_stream_upload_streams_past_the_body_limit(srv, sandbox):
+    """A raw body with ?path= streams into the file (through the sandbox's
+    writer): past the 16 MiB JSON body limit, byte for byte; a multipart
+    body is parsed whole, so one past that limit is 413."""
+    import hashlib
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    data = os.urandom(1 << 20) * 40
+    st, _, b = call(srv, "POST", "/files?path=/tmp/big.bin", headers=dict(h, **{"Content-Type": "application/octet-stream"}),
+                    raw=data)
+    assert st == 200 and json.loads(b) == [{"name": "big.bin", "type": "file", "path": "/tmp/big.bin"}], b
+    h2 = dict(h, **{"E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json"})
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h2,
+                    raw=envelope({"process": {"cmd": "/usr/bin/sha256sum", "args": ["/tmp/big.bin"]}}))
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for f, m in envelopes(b)
+                   if "event" in m and "data" in m["event"] and "stdout" in m["event"]["data"])
+    assert out.split()[0].decode() == hashlib.sha256(data).hexdigest()
+    bnd = "xbBIG"
+    body = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/m.bin\"\r\n\r\n".encode() +
+            data[:17 << 20] + f"\r\n--{bnd}--\r\n".encode())
+    st, _, b = call(srv, "POST", "/files", headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}),
+                    raw=body)
+    assert st == 413, (st, b[:300])
 
 
 def rest_network(srv, sid, key=TOKENS[0]):
