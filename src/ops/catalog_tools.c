@@ -38,7 +38,8 @@ struct xb_tool xb_catalog_tools[] = {
                         "\"pids\": {\"type\": [\"integer\", \"null\"], \"description\": \"Most processes and "
                         "threads at once. null: the server's default.\"}, "
                         "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes the sandbox's "
-                        "writable layer (/usr, /etc, /home/user, /tmp, ...) can hold. null: the server's default.\"}",
+                        "writable layer (/usr, /etc, /home/user, /tmp, ...) can hold; a write past it fails with "
+                        "EDQUOT, Disk quota exceeded (not ENOSPC). null: the server's default.\"}",
                         "\"memory\", \"cpus\", \"pids\", \"disk\"") ", {\"type\": \"null\"}], "
                 "\"description\": \"Resource limits. null: the server's defaults.\"}, "
                 "\"network\": " J_NETWORK_ARG ", "
