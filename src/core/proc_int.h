@@ -54,8 +54,26 @@ struct xb_proc {
 void proc_unlink(struct xb_proc *p);
 /* Keep at most XB_FINISHED_KEPT finished processes, unless waited on. */
 void proc_prune_finished(struct xb_sbx *x);
+/* p exited and its pipes are done (or drained): its verdict and answers. */
+void proc_finish(struct xb_proc *p);
+
+/* ---- proc_io.c: pipes, stdin and the terminal ---- */
 /* Read the pipes again after the exec call held them (or left). */
 void proc_output_resume(struct xb_proc *p);
+/* Stop watching io and close *fd (then -1). */
+void proc_close_pipe(struct xb_io *io, int *fd);
+/* The output bytes p keeps in memory, charged to the daemon's budget. */
+uint64_t proc_kept(const struct xb_proc *p);
+/* Output memory came back: processes held by the budget are read again. */
+void proc_budget_freed(struct xb_core *s);
+/* p ended, or is being killed: read what is left in its pipes. */
+void proc_budget_unhold(struct xb_proc *p);
+/* The loop's callbacks for p's stdout or stderr, stdin and pty socket. */
+void proc_on_output(struct xb_io *io, uint32_t events);
+void proc_on_stdin(struct xb_io *io, uint32_t events);
+void proc_on_tty(struct xb_io *io, uint32_t events);
+/* Write what waits for stdin, as much as the pipe takes. */
+void proc_pump_stdin(struct xb_proc *p);
 
 /* ---- proc_wait.c: what the calls hear ---- */
 /* A chunk of output ("stdout" or "stderr"): an event for the exec call. */
