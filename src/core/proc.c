@@ -105,6 +105,7 @@ proc_free(void *data)
         s->out_mem -= k <= s->out_mem ? k : s->out_mem;
         if (p->budget_held)
                 s->out_waiting--;
+        proc_spill_free(p);
         xb_outbuf_free(&p->out);
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
@@ -204,7 +205,7 @@ on_drain(struct xb_timer *t)
         struct xb_proc *p = t->data;
 
         /* Held: what is left in the pipes is the command's, and its reader is coming. */
-        if (p->out_held || p->budget_held) {
+        if (p->out_held || p->budget_held || p->spill_pending || p->spill_wait) {
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
                 return;
         }
@@ -312,6 +313,12 @@ proc_spawned(void *ctx, pid_t pid)
                 return;
         p->spawned = true;
         p->pid = pid;
+        /* The whole streams' files are named by the pid, now known. */
+        if (p->spill_wait) {
+                p->spill_wait = false;
+                proc_spill_start(p);
+                proc_watch_pipes(p);
+        }
         proc_answer_spawned(p);
 }
 
@@ -437,6 +444,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         }
         p->sbx = x;
         p->out_fd = p->err_fd = p->in_fd = p->tty_sock = -1;
+        p->sp_out.fd = p->sp_err.fd = -1;
         p->tty = spec->tty;
         p->rows = spec->rows;
         p->cols = spec->cols;
@@ -500,8 +508,10 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 p->in_fd = TAKE_FD(inp[1]);
                 xb_set_nonblock(p->out_fd, true);
                 xb_set_nonblock(p->err_fd, true);
-                xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, proc_on_output, p);
-                xb_io_start(x->core->loop, &p->err_io, p->err_fd, EPOLLIN, proc_on_output, p);
+                /* A background process's whole streams go to files in
+                 * the sandbox: its pipes wait for them to open. */
+                p->spill_wait = background;
+                proc_watch_pipes(p);
         }
         if (xb_fds_charge(x, XB_FDS_PER_PROCESS, NULL) == 0)
                 p->fds_held = XB_FDS_PER_PROCESS;

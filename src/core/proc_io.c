@@ -31,12 +31,12 @@ proc_close_pipe(struct xb_io *io, int *fd)
 
 /* ---- output and stdin ---- */
 
-static void
-watch_pipes(struct xb_proc *p)
+void
+proc_watch_pipes(struct xb_proc *p)
 {
         struct xb_loop *l = p->sbx->core->loop;
 
-        if (p->out_held || p->budget_held)
+        if (p->out_held || p->budget_held || p->spill_pending || p->spill_wait)
                 return;
         if (p->out_fd >= 0 && !p->out_io.active)
                 xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, proc_on_output, p);
@@ -50,7 +50,7 @@ proc_output_resume(struct xb_proc *p)
         if (!p->out_held)
                 return;
         p->out_held = false;
-        watch_pipes(p);
+        proc_watch_pipes(p);
 }
 
 /* ---- the daemon-wide output budget ---- */
@@ -79,7 +79,7 @@ proc_budget_unhold(struct xb_proc *p)
                 return;
         p->budget_held = false;
         p->sbx->core->out_waiting--;
-        watch_pipes(p);
+        proc_watch_pipes(p);
 }
 
 static void
@@ -90,7 +90,7 @@ resume_budget(struct xb_sbx *x, void *data)
                 if (p->budget_held) {
                         p->budget_held = false;
                         x->core->out_waiting--;
-                        watch_pipes(p);
+                        proc_watch_pipes(p);
                 }
 }
 
@@ -152,6 +152,7 @@ proc_on_output(struct xb_io *io, uint32_t events)
                         uint64_t before = proc_kept(p);
 
                         xb_outbuf_write(b, buf, (size_t)n);
+                        proc_spill_write(is_out ? &p->sp_out : &p->sp_err, buf, (size_t)n);
                         s->out_mem += proc_kept(p) - before;
                         proc_output(p, is_out ? "stdout" : "stderr", buf, (size_t)n);
                         got = true;
