@@ -61,6 +61,10 @@ def test_root_sandbox_files_and_sessions_are_roots(srv):
     # A session runs as root too, and what it writes is root's.
     assert session_uid(srv, a) == "0 0"
     assert ok(srv, a, "stat -c '%u:%g' /tmp/by-session") == "0:0\n"
+    # A watcher on a root-only directory works too (it watches as root).
+    ok(srv, a, "mkdir -m 700 /root/w")
+    w = expect(srv.post(f"/v1/sandboxes/{a}/watchers", {"path": "/root/w"}), 201).json()["watcher_id"]
+    expect(srv.delete(f"/v1/sandboxes/{a}/watchers/{w}"), 204)
     # Commands can still ask for the user.
     assert ok(srv, a, "id -u", user="user") == "1000\n"
 
@@ -77,6 +81,9 @@ def test_default_sandbox_files_and_sessions_stay_the_users(srv):
     r = srv.get(f"/v1/sandboxes/{b}/files", params={"path": "/var/tmp/only"})
     assert r.status_code == 403, (r.status_code, r.text)
     assert session_uid(srv, b) == "1000 1000"
+    ok(srv, b, "mkdir -m 700 /var/tmp/w", user="root")
+    r = srv.post(f"/v1/sandboxes/{b}/watchers", {"path": "/var/tmp/w"})
+    assert r.status_code in (403, 404), (r.status_code, r.text)
 
 
 def network_of(srv, sid) -> dict:
