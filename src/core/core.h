@@ -209,6 +209,7 @@ struct xb_sbx {
 /* ---- fd budgets (fds.c) ---- */
 #define XB_FDS_PER_SANDBOX_BASE 8     /* its socket, pidfd and cgroup dirs */
 #define XB_FDS_PER_PROCESS 3          /* stdout, stderr and stdin pipes */
+#define XB_FDS_PER_SPILL 2            /* a background process's stream files (proc_spill.c) */
 /* Whether tenant (and x, if given) may take n more of the daemon's fds:
  * 0, or -EMFILE with err set (XB_E_FD_BUDGET). */
 int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned n, struct xb_err *err);

@@ -28,7 +28,7 @@
 #include "core/proc_int.h"
 
 #define SPILL_DIR "/var/tmp/execbox"
-#define SPILL_FDS 2                  /* one per stream, charged to the fd budgets */
+#define SPILL_FDS XB_FDS_PER_SPILL    /* one per stream, charged to the fd budgets */
 
 /* One open in flight: the call's sink and the fd op's context at once, so
  * two references (each side drops one, in whichever order they end). */
