@@ -13,8 +13,7 @@
 
 /* Enough for its XB_PROCS_PER_SANDBOX processes and their stream files:
  * that limit speaks first when the table is large. */
-#define FDS_PER_SANDBOX_MAX                                                                              \
-        (XB_PROCS_PER_SANDBOX * (XB_FDS_PER_PROCESS + XB_FDS_PER_SPILL) + XB_FDS_PER_SANDBOX_BASE)
+#define FDS_PER_SANDBOX_MAX (XB_PROCS_PER_SANDBOX * (XB_FDS_PER_PROCESS + XB_FDS_PER_SPILL) + XB_FDS_PER_SANDBOX_BASE)
 
 static uint64_t
 table_size(void)

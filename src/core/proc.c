@@ -32,7 +32,6 @@
 
 #define STDIN_BACKLOG_MAX (4u << 20)
 
-
 bool
 xb_proc_running(const struct xb_proc *p)
 {

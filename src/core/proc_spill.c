@@ -142,8 +142,7 @@ spill_open(struct xb_proc *p, struct proc_spill *sp, const char *name)
         if (q)
                 r = r == -1 ? asprintf(&path, SPILL_DIR "/proc-%d.%s", (int)p->pid, name)
                             : asprintf(&path, SPILL_DIR "/proc-%d-%08x.%s", (int)p->pid, p->tag, name);
-        if (!q || r < 0 ||
-            !(sp->path = strdup(path)) || !(q->call = xb_call_new(&spill_sink, q, 0))) {
+        if (!q || r < 0 || !(sp->path = strdup(path)) || !(q->call = xb_call_new(&spill_sink, q, 0))) {
                 free(q);
                 free(path);
                 spill_fail(sp, ENOMEM);

@@ -502,8 +502,8 @@ xb_sbx_fork(struct xb_sbx *parent, const struct xb_fork_spec *spec, struct xb_sb
 
                 for (char **l = parent->lowers; l && *l; l++)
                         root.nlowers++;
-                r = env ? xb_sbx_create_root(s, parent->tenant, spec->limits ? spec->limits : &parent->limits, NULL,
-                                             0, &root, env, spec->metadata ? spec->metadata : parent->metadata,
+                r = env ? xb_sbx_create_root(s, parent->tenant, spec->limits ? spec->limits : &parent->limits, NULL, 0,
+                                             &root, env, spec->metadata ? spec->metadata : parent->metadata,
                                              spec->ttl_ms ? spec->ttl_ms : parent->ttl_ms, &x, err)
                         : xb_err_set(err, ENOMEM, "fork");
                 if (r < 0) {
