@@ -36,8 +36,13 @@ xb_utf8_valid(const char *s, size_t n)
         const unsigned char *p = (const unsigned char *)s;
 
         for (size_t i = 0; i < n;) {
-                size_t k = xb_utf8_seq_len(p + i, n - i);
+                size_t k;
 
+                if ((unsigned)p[i] - 1u < 0x7fu) {   /* ASCII, not NUL */
+                        i++;
+                        continue;
+                }
+                k = xb_utf8_seq_len(p + i, n - i);
                 if (!k || (k == 1 && p[i] == 0))
                         return false;
                 i += k;
@@ -54,7 +59,21 @@ xb_utf8_sanitize(const char *s, size_t n, size_t *ret_len)
         if (!out)
                 return NULL;
         for (size_t i = 0; i < n;) {
-                size_t k = xb_utf8_seq_len(p + i, n - i);
+                size_t k;
+
+                /* A run of ASCII without NUL, copied at once: output is
+                 * mostly that, and tens of MB of it pass here on the loop. */
+                if ((unsigned)p[i] - 1u < 0x7fu) {
+                        size_t j = i + 1;
+
+                        while (j < n && (unsigned)p[j] - 1u < 0x7fu)
+                                j++;
+                        memcpy(o, p + i, j - i);
+                        o += j - i;
+                        i = j;
+                        continue;
+                }
+                k = xb_utf8_seq_len(p + i, n - i);
 
                 if (k && !(k == 1 && p[i] == 0)) {
                         memcpy(o, p + i, k);

@@ -214,6 +214,7 @@ struct xb_sbx {
 /* ---- fd budgets (fds.c) ---- */
 #define XB_FDS_PER_SANDBOX_BASE 8     /* its socket, pidfd and cgroup dirs */
 #define XB_FDS_PER_PROCESS 3          /* stdout, stderr and stdin pipes */
+#define XB_FDS_PER_SPILL 2            /* a background process's stream files (proc_spill.c) */
 /* Whether tenant (and x, if given) may take n more of the daemon's fds:
  * 0, or -EMFILE with err set (XB_E_FD_BUDGET). */
 int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned n, struct xb_err *err);
@@ -330,6 +331,8 @@ void xb_sbx_destroy_all(struct xb_core *s);
  * operator's ceiling, XB_E_NETWORK_UNAVAILABLE on a server without egress
  * (only "none" is accepted there). */
 int xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err);
+/* x gets p, or when p is NULL from's policy (none without egress). */
+int xb_sbx_copy_network(struct xb_sbx *x, const struct xb_sbx *from, struct xb_netpol *p, struct xb_err *err);
 /* The same check without a sandbox (create validates before it starts one). */
 int xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err);
 /* "K=V" entries a process in x starts with (the proxy's address), before

@@ -1,6 +1,6 @@
 /* File descriptor budgets. Each background process holds three of the
- * daemon's fds and each sandbox a few more, so one tenant could fill the
- * daemon's table and break everyone's creates. Each tenant may hold half
+ * daemon's fds (five with its stream files) and each sandbox a few more,
+ * so one tenant could fill the daemon's table and break everyone's creates. Each tenant may hold half
  * of the table less a reserve when there are several (all of it less the
  * reserve when alone), and each sandbox half of its tenant's; the reserve
  * (an eighth, at least 32) stays for connections, other tenants and the
@@ -11,9 +11,9 @@
 
 #include "core/core.h"
 
-/* Enough for its XB_PROCS_PER_SANDBOX processes: that limit speaks first
- * when the table is large. */
-#define FDS_PER_SANDBOX_MAX (XB_PROCS_PER_SANDBOX * XB_FDS_PER_PROCESS + XB_FDS_PER_SANDBOX_BASE)
+/* Enough for its XB_PROCS_PER_SANDBOX processes and their stream files:
+ * that limit speaks first when the table is large. */
+#define FDS_PER_SANDBOX_MAX (XB_PROCS_PER_SANDBOX * (XB_FDS_PER_PROCESS + XB_FDS_PER_SPILL) + XB_FDS_PER_SANDBOX_BASE)
 
 static uint64_t
 table_size(void)

@@ -128,7 +128,8 @@ op_start(struct xb_sbx *x, struct xb_file_req *q, struct xb_fileop *op)
                 xb_err_code(&err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
                 goto fail;
         }
-        q->uid = q->gid = XB_USER_UID;
+        /* As the sandbox's user: root in a "user": "root" sandbox. */
+        q->uid = q->gid = x->uid;
         if (xb_filec_send(x->sb->sock, tag, q, &err) < 0) {
                 xb_sbx_pending_del(x, tag);
                 if (err.code == EAGAIN)

@@ -46,6 +46,16 @@ xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err)
         return 0;
 }
 
+int
+xb_sbx_copy_network(struct xb_sbx *x, const struct xb_sbx *from, struct xb_netpol *p, struct xb_err *err)
+{
+        if (!p && !from->net)
+                return 0;
+        if (!p)
+                p = (struct xb_netpol *)xb_net_policy(from->net);   /* refcounted; set takes its own */
+        return xb_sbx_set_network(x, p, err);
+}
+
 const char *const *
 xb_sbx_net_env(const struct xb_sbx *x)
 {

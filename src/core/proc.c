@@ -1,5 +1,6 @@
 /* Processes in a sandbox: spawn through init, pipes, output, stdin,
- * timeouts and verdicts. The calls waiting on them are proc_wait.c's.
+ * timeouts and verdicts. The pipes themselves are proc_io.c's; the calls
+ * waiting on a process are proc_wait.c's.
  *
  * Theory of operation. The server makes each process's pipes, passes the
  * write ends to init with the spawn request and closes its own copies; the
@@ -17,10 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -32,12 +31,6 @@
 #include "core/proc_int.h"
 
 #define STDIN_BACKLOG_MAX (4u << 20)
-#define READ_CHUNK 65536
-
-static void finish(struct xb_proc *p);
-static uint64_t kept(const struct xb_proc *p);
-static void budget_freed(struct xb_core *s);
-static void budget_unhold(struct xb_proc *p);
 
 bool
 xb_proc_running(const struct xb_proc *p)
@@ -101,25 +94,17 @@ xb_proc_list_json(struct xb_sbx *x, bool detail)
 }
 
 static void
-close_pipe(struct xb_io *io, int *fd)
-{
-        xb_io_stop(io);
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -1;
-}
-
-static void
 proc_free(void *data)
 {
         struct xb_proc *p = data;
 
         struct xb_core *s = p->sbx->core;
-        uint64_t k = kept(p);
+        uint64_t k = proc_kept(p);
 
         s->out_mem -= k <= s->out_mem ? k : s->out_mem;
         if (p->budget_held)
                 s->out_waiting--;
+        proc_spill_free(p);
         xb_outbuf_free(&p->out);
         xb_outbuf_free(&p->err);
         xb_buf_free(&p->stdin_buf);
@@ -131,7 +116,7 @@ proc_free(void *data)
         xb_fds_release(p->sbx, p->fds_held);
         xb_sbx_unref(p->sbx);
         free(p);
-        budget_freed(s);
+        proc_budget_freed(s);
 }
 
 void
@@ -139,7 +124,7 @@ proc_unlink(struct xb_proc *p)
 {
         struct xb_sbx *x = p->sbx;
 
-        /* A sink that starts new work from inside finish() can prune p first. */
+        /* A sink that starts new work from inside proc_finish() can prune p first. */
         if (p->unlinked)
                 return;
         p->unlinked = true;
@@ -153,10 +138,10 @@ proc_unlink(struct xb_proc *p)
         xb_timer_stop(&p->hard);
         xb_timer_stop(&p->soft);
         xb_timer_stop(&p->drain);
-        close_pipe(&p->out_io, &p->out_fd);
-        close_pipe(&p->err_io, &p->err_fd);
-        close_pipe(&p->in_io, &p->in_fd);
-        close_pipe(&p->tty_io, &p->tty_sock);
+        proc_close_pipe(&p->out_io, &p->out_fd);
+        proc_close_pipe(&p->err_io, &p->err_fd);
+        proc_close_pipe(&p->in_io, &p->in_fd);
+        proc_close_pipe(&p->tty_io, &p->tty_sock);
         xb_loop_defer(x->core->loop, &p->defer, proc_free, p);
 }
 
@@ -174,266 +159,6 @@ proc_prune_finished(struct xb_sbx *x)
                 if (++kept > XB_FINISHED_KEPT)
                         proc_unlink(p);
         }
-}
-
-/* ---- output and stdin ---- */
-
-static void on_output(struct xb_io *io, uint32_t events);
-
-static void
-watch_pipes(struct xb_proc *p)
-{
-        struct xb_loop *l = p->sbx->core->loop;
-
-        if (p->out_held || p->budget_held)
-                return;
-        if (p->out_fd >= 0 && !p->out_io.active)
-                xb_io_start(l, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-        if (p->err_fd >= 0 && !p->err_io.active)
-                xb_io_start(l, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
-}
-
-void
-proc_output_resume(struct xb_proc *p)
-{
-        if (!p->out_held)
-                return;
-        p->out_held = false;
-        watch_pipes(p);
-}
-
-/* ---- the daemon-wide output budget ---- */
-
-#define OUTPUT_GUARANTEED (1u << 20)
-
-static uint64_t
-kept(const struct xb_proc *p)
-{
-        return p->out.head_len + p->out.ring_len + p->err.head_len + p->err.ring_len;
-}
-
-/* Whether more output would grow what p keeps (a full head and ring only
- * overwrite the tail). */
-static bool
-growing(const struct xb_proc *p)
-{
-        return p->out.head_len + p->out.ring_len < p->out.limit || p->err.head_len + p->err.ring_len < p->err.limit;
-}
-
-/* p ended, or is being killed: the little left in its pipes is read. */
-static void
-budget_unhold(struct xb_proc *p)
-{
-        if (!p->budget_held)
-                return;
-        p->budget_held = false;
-        p->sbx->core->out_waiting--;
-        watch_pipes(p);
-}
-
-static void
-resume_budget(struct xb_sbx *x, void *data)
-{
-        (void)data;
-        for (struct xb_proc *p = x->procs; p; p = p->next)
-                if (p->budget_held) {
-                        p->budget_held = false;
-                        x->core->out_waiting--;
-                        watch_pipes(p);
-                }
-}
-
-/* Output memory came back: below 90% of the budget, every process that
- * waited for it is read again. */
-static void
-budget_freed(struct xb_core *s)
-{
-        if (s->out_waiting && s->out_mem < s->o.output_budget / 10 * 9)
-                xb_sbx_foreach(s, resume_budget, NULL);
-}
-
-static void
-output_release(void *owner)
-{
-        proc_output_resume(owner);
-}
-
-/* The exec call's client reads slower than the command writes: leave its
- * pipes unread, so that it blocks on them (backpressure, not a kill),
- * until the call is released. */
-static void
-output_hold(struct xb_proc *p)
-{
-        p->out_held = true;
-        xb_io_stop(&p->out_io);
-        xb_io_stop(&p->err_io);
-        xb_call_on_release(p->exec, output_release, p);
-}
-
-static void
-on_output(struct xb_io *io, uint32_t events)
-{
-        struct xb_proc *p = io->data;
-        struct xb_core *s = p->sbx->core;
-        bool is_out = io == &p->out_io;
-        struct xb_outbuf *b = is_out ? &p->out : &p->err;
-        char buf[READ_CHUNK];
-        bool got = false;
-
-        (void)events;
-        /* The daemon keeps at most its output budget for every process in
-         * all: past it, a process whose buffers would grow is not read (it
-         * blocks on its pipe) until some output is freed. Each keeps its
-         * first OUTPUT_GUARANTEED regardless, so that small commands (of
-         * any tenant) still run while big ones wait. */
-        if (s->out_mem >= s->o.output_budget && kept(p) >= OUTPUT_GUARANTEED && growing(p) && !p->exited &&
-            !p->forgotten && !p->killed_by_request) {
-                p->budget_held = true;
-                s->out_waiting++;
-                xb_io_stop(&p->out_io);
-                xb_io_stop(&p->err_io);
-                return;
-        }
-        for (int i = 0; i < 8 && !(p->exec && xb_call_held(p->exec)); i++) {
-                ssize_t n = read(io->fd, buf, sizeof(buf));
-
-                if (n > 0) {
-                        uint64_t before = kept(p);
-
-                        xb_outbuf_write(b, buf, (size_t)n);
-                        s->out_mem += kept(p) - before;
-                        proc_output(p, is_out ? "stdout" : "stderr", buf, (size_t)n);
-                        got = true;
-                        continue;
-                }
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                        break;
-                /* EOF or error: this stream is done. */
-                if (is_out)
-                        close_pipe(&p->out_io, &p->out_fd);
-                else
-                        close_pipe(&p->err_io, &p->err_fd);
-                break;
-        }
-        if (got)
-                proc_output_done(p);
-        if (p->exec && xb_call_held(p->exec) && !p->out_held)
-                output_hold(p);
-        if (p->exited && p->out_fd < 0 && p->err_fd < 0)
-                finish(p);
-}
-
-static void
-pump_stdin(struct xb_proc *p)
-{
-        while (p->stdin_buf.len && p->in_fd >= 0) {
-                ssize_t w = write(p->in_fd, p->stdin_buf.data, p->stdin_buf.len);
-
-                if (w < 0) {
-                        if (errno == EAGAIN)
-                                break;
-                        xb_buf_reset(&p->stdin_buf);   /* EPIPE: stdin was closed */
-                        p->stdin_close = true;
-                        break;
-                }
-                memmove(p->stdin_buf.data, p->stdin_buf.data + w, p->stdin_buf.len - (size_t)w);
-                p->stdin_buf.len -= (size_t)w;
-        }
-        if (p->in_fd < 0)
-                return;
-        if (!p->stdin_buf.len && p->stdin_close) {
-                close_pipe(&p->in_io, &p->in_fd);
-                return;
-        }
-        xb_io_modify(&p->in_io, p->stdin_buf.len ? EPOLLOUT : 0);
-}
-
-static void
-on_stdin(struct xb_io *io, uint32_t events)
-{
-        (void)events;
-        pump_stdin(io->data);
-}
-
-int
-xb_proc_write_stdin(struct xb_proc *p, const char *data, size_t len, bool close_after, struct xb_err *err)
-{
-        if (p->in_fd < 0 && !(p->tty_sock >= 0 && !p->finished))
-                return xb_err_code(err, XB_E_STDIN_CLOSED, EPIPE, NULL, "stdin of process %d is closed", p->pid);
-        if (xb_buf_append(&p->stdin_buf, data, len) < 0 ||
-            (close_after && p->tty && xb_buf_append(&p->stdin_buf, "\x04", 1) < 0))
-                return xb_err_code(err, XB_E_STDIN_CLOSED, ENOBUFS, NULL,
-                                   "process %d is not reading stdin; %u bytes are already waiting", p->pid,
-                                   (unsigned)p->stdin_buf.len);
-        /* A terminal's end of input is its EOF character (^D), not a close. */
-        if (close_after && !p->tty)
-                p->stdin_close = true;
-        pump_stdin(p);
-        return 0;
-}
-
-int
-xb_proc_resize(struct xb_proc *p, uint16_t rows, uint16_t cols, struct xb_err *err)
-{
-        struct winsize ws = { .ws_row = rows, .ws_col = cols };
-
-        if (!p->tty)
-                return xb_err_code(err, XB_E_INVALID, ENOTTY, NULL, "process %d has no terminal; start it with "
-                                   "`pty` to get one", p->pid);
-        if (p->finished)
-                return xb_err_code(err, XB_E_PROCESS_FINISHED, ESRCH, NULL, "process %d has already finished",
-                                   p->pid);
-        p->rows = rows;
-        p->cols = cols;
-        /* Before the master came, the size waits for it (on_tty). */
-        if (p->out_fd >= 0 && ioctl(p->out_fd, TIOCSWINSZ, &ws) < 0)
-                return xb_err_code(err, XB_E_PROCESS_FINISHED, errno, NULL, "resize the terminal of process %d: %s",
-                                   p->pid, strerror(errno));
-        return 0;
-}
-
-/* The command's pty master, sent as it started. Nothing (EOF) means it
- * failed first: its error comes from init. */
-static void
-on_tty(struct xb_io *io, uint32_t events)
-{
-        struct xb_proc *p = io->data;
-        struct xb_msg_hdr h;
-        int fds[XB_MSG_MAXFDS];
-        size_t nfds = 0;
-        ssize_t n = xb_msg_recv(p->tty_sock, &h, sizeof(h), fds, &nfds, true);
-        struct stat st;
-        int m = -1;
-
-        (void)events;
-        if (n == -EAGAIN)
-                return;
-        if (n == (ssize_t)sizeof(h) && h.type == XB_SETUP_PTY && nfds == 1)
-                m = fds[0];
-        else
-                for (size_t i = 0; i < nfds; i++)
-                        close(fds[i]);
-        close_pipe(&p->tty_io, &p->tty_sock);
-        /* It came from inside the sandbox: it must be a terminal. */
-        if (m >= 0 && (fstat(m, &st) < 0 || !S_ISCHR(st.st_mode) || !isatty(m))) {
-                close(m);
-                m = -1;
-        }
-        if (m >= 0) {
-                struct winsize ws = { .ws_row = p->rows, .ws_col = p->cols };
-
-                ioctl(m, TIOCSWINSZ, &ws);
-                p->out_fd = m;
-                p->in_fd = fcntl(m, F_DUPFD_CLOEXEC, 3);
-                xb_set_nonblock(p->out_fd, true);
-                xb_io_start(p->sbx->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-                if (p->in_fd >= 0) {
-                        xb_io_start(p->sbx->core->loop, &p->in_io, p->in_fd, 0, on_stdin, p);
-                        pump_stdin(p);
-                }
-        }
-        if (p->exited && p->out_fd < 0 && p->err_fd < 0)
-                finish(p);
 }
 
 int
@@ -479,11 +204,11 @@ on_drain(struct xb_timer *t)
         struct xb_proc *p = t->data;
 
         /* Held: what is left in the pipes is the command's, and its reader is coming. */
-        if (p->out_held || p->budget_held) {
+        if (p->out_held || p->budget_held || p->spill_pending || p->spill_wait) {
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
                 return;
         }
-        finish(p);
+        proc_finish(p);
 }
 
 /* The exec event, with how it ended; and a limit event when one ended it. */
@@ -521,8 +246,8 @@ audit_end(struct xb_proc *p, const char *error)
                         xb_audit_add(log, "limit", json_pack("{s:s,s:i}", "limit", limits[i].limit, "pid", (int)p->pid));
 }
 
-static void
-finish(struct xb_proc *p)
+void
+proc_finish(struct xb_proc *p)
 {
         struct xb_core *s = p->sbx->core;
         struct xb_result *res = &p->result;
@@ -537,10 +262,10 @@ finish(struct xb_proc *p)
         xb_timer_stop(&p->soft);
         xb_timer_stop(&p->drain);
         /* Stop reading: a background child still holding the pipes gets EPIPE. */
-        close_pipe(&p->out_io, &p->out_fd);
-        close_pipe(&p->err_io, &p->err_fd);
-        close_pipe(&p->in_io, &p->in_fd);
-        close_pipe(&p->tty_io, &p->tty_sock);
+        proc_close_pipe(&p->out_io, &p->out_fd);
+        proc_close_pipe(&p->err_io, &p->err_fd);
+        proc_close_pipe(&p->in_io, &p->in_fd);
+        proc_close_pipe(&p->tty_io, &p->tty_sock);
         xb_fds_release(p->sbx, p->fds_held);
         p->fds_held = 0;
         if (!p->end_ms)
@@ -587,6 +312,12 @@ proc_spawned(void *ctx, pid_t pid)
                 return;
         p->spawned = true;
         p->pid = pid;
+        /* The whole streams' files are named by the pid, now known. */
+        if (p->spill_wait) {
+                p->spill_wait = false;
+                proc_spill_start(p);
+                proc_watch_pipes(p);
+        }
         proc_answer_spawned(p);
 }
 
@@ -602,9 +333,9 @@ proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
         p->cpu_us = cpu_us;
         p->maxrss = maxrss_kb * 1024;   /* the largest process of the tree, from wait4 */
         p->end_ms = xb_now_ms();
-        budget_unhold(p);
+        proc_budget_unhold(p);
         if (p->out_fd < 0 && p->err_fd < 0)
-                finish(p);
+                proc_finish(p);
         else
                 xb_timer_start(p->sbx->core->loop, &p->drain, XB_DRAIN_MS, on_drain, p);
 }
@@ -640,7 +371,7 @@ proc_died(void *ctx, const char *why)
                 if (!p->exited)
                         p->killed_by_request = true;
                 p->background = false;   /* nothing to keep it for */
-                finish(p);
+                proc_finish(p);
         } else
                 proc_unlink(p);
 }
@@ -656,7 +387,7 @@ xb_proc_forget(struct xb_proc *p)
         if (!p->finished) {
                 p->background = false;   /* unlink when it ends */
                 p->forgotten = true;
-                budget_unhold(p);
+                proc_budget_unhold(p);
                 return;
         }
         proc_unlink(p);
@@ -712,6 +443,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         }
         p->sbx = x;
         p->out_fd = p->err_fd = p->in_fd = p->tty_sock = -1;
+        p->sp_out.fd = p->sp_err.fd = -1;
         p->tty = spec->tty;
         p->rows = spec->rows;
         p->cols = spec->cols;
@@ -764,7 +496,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         if (spec->tty) {
                 p->tty_sock = TAKE_FD(ttyp[0]);
                 xb_set_nonblock(p->tty_sock, true);
-                xb_io_start(x->core->loop, &p->tty_io, p->tty_sock, EPOLLIN, on_tty, p);
+                xb_io_start(x->core->loop, &p->tty_io, p->tty_sock, EPOLLIN, proc_on_tty, p);
                 if (spec->stdin_len)
                         xb_buf_append(&p->stdin_buf, spec->stdin_data, spec->stdin_len);
                 if (spec->stdin_len && !spec->keep_stdin)
@@ -775,18 +507,20 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 p->in_fd = TAKE_FD(inp[1]);
                 xb_set_nonblock(p->out_fd, true);
                 xb_set_nonblock(p->err_fd, true);
-                xb_io_start(x->core->loop, &p->out_io, p->out_fd, EPOLLIN, on_output, p);
-                xb_io_start(x->core->loop, &p->err_io, p->err_fd, EPOLLIN, on_output, p);
+                /* A background process's whole streams go to files in
+                 * the sandbox: its pipes wait for them to open. */
+                p->spill_wait = background;
+                proc_watch_pipes(p);
         }
         if (xb_fds_charge(x, XB_FDS_PER_PROCESS, NULL) == 0)
                 p->fds_held = XB_FDS_PER_PROCESS;
         if (p->in_fd >= 0) {
                 xb_set_nonblock(p->in_fd, true);
-                xb_io_start(x->core->loop, &p->in_io, p->in_fd, 0, on_stdin, p);
+                xb_io_start(x->core->loop, &p->in_io, p->in_fd, 0, proc_on_stdin, p);
                 if (spec->stdin_len)
                         xb_buf_append(&p->stdin_buf, spec->stdin_data, spec->stdin_len);
                 p->stdin_close = !spec->keep_stdin;
-                pump_stdin(p);
+                proc_pump_stdin(p);
         }
         if (x->sb)
                 xb_sandbox_stats(x->sb, &st);

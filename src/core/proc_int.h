@@ -9,6 +9,17 @@
 #include "core/core.h"
 
 struct proc_waiter;
+struct spill_req;
+
+/* A stream's file inside the sandbox (proc_spill.c). */
+struct proc_spill {
+        int fd;                      /* read and write; -1: none (yet) */
+        uint64_t written;            /* the stream's first bytes, all in the file */
+        bool failed;                 /* the file stops at written (errnum says why) */
+        int errnum;
+        char *path;                  /* as the sandbox sees it */
+        struct spill_req *req;       /* its open, in flight */
+};
 
 struct xb_proc {
         struct xb_proc *next;
@@ -33,6 +44,10 @@ struct xb_proc {
         bool out_held;               /* the exec call's stream is behind: pipes not read */
         unsigned fds_held;
         bool budget_held;            /* pipes not read: the daemon's output budget is spent */           /* charged to the sandbox's fd budget until its pipes close */
+        struct proc_spill sp_out, sp_err;   /* background: the whole streams */
+        bool spill_wait;             /* background: pipes not read until the spawn names the files */
+        unsigned spill_pending;      /* opens in flight: pipes not read until they answer */
+        unsigned spill_fds;          /* charged to the fd budgets */
         struct xb_buf stdin_buf;
         bool stdin_close;            /* close stdin once stdin_buf drains */
         struct xb_timer hard, soft, drain;
@@ -54,8 +69,40 @@ struct xb_proc {
 void proc_unlink(struct xb_proc *p);
 /* Keep at most XB_FINISHED_KEPT finished processes, unless waited on. */
 void proc_prune_finished(struct xb_sbx *x);
+/* p exited and its pipes are done (or drained): its verdict and answers. */
+void proc_finish(struct xb_proc *p);
+
+/* ---- proc_io.c: pipes, stdin and the terminal ---- */
 /* Read the pipes again after the exec call held them (or left). */
 void proc_output_resume(struct xb_proc *p);
+/* Watch the pipes, unless something holds them. */
+void proc_watch_pipes(struct xb_proc *p);
+/* Stop watching io and close *fd (then -1). */
+void proc_close_pipe(struct xb_io *io, int *fd);
+/* The output bytes p keeps in memory, charged to the daemon's budget. */
+uint64_t proc_kept(const struct xb_proc *p);
+/* Output memory came back: processes held by the budget are read again. */
+void proc_budget_freed(struct xb_core *s);
+/* p ended, or is being killed: read what is left in its pipes. */
+void proc_budget_unhold(struct xb_proc *p);
+/* The loop's callbacks for p's stdout or stderr, stdin and pty socket. */
+void proc_on_output(struct xb_io *io, uint32_t events);
+void proc_on_stdin(struct xb_io *io, uint32_t events);
+void proc_on_tty(struct xb_io *io, uint32_t events);
+/* Write what waits for stdin, as much as the pipe takes. */
+void proc_pump_stdin(struct xb_proc *p);
+
+/* ---- proc_spill.c: the whole streams in files inside the sandbox ---- */
+/* Open p's files (background, no terminal); its pipes wait for them. */
+void proc_spill_start(struct xb_proc *p);
+/* Close them, and give back their fds (the files stay). */
+void proc_spill_free(struct xb_proc *p);
+/* Append n bytes; a failure stops the file there. */
+void proc_spill_write(struct proc_spill *sp, const char *data, size_t n);
+/* Up to max bytes at off, from the file; 0 when it does not hold off. */
+size_t proc_spill_read(const struct proc_spill *sp, uint64_t off, char *dst, size_t max);
+/* stdout_file and stderr_file ({path, bytes, complete, error}) into o. */
+void proc_spill_json(const struct xb_proc *p, json_t *o);
 
 /* ---- proc_wait.c: what the calls hear ---- */
 /* A chunk of output ("stdout" or "stderr"): an event for the exec call. */

@@ -43,6 +43,7 @@ proc_running_json(const struct xb_proc *p)
 
         json_object_set_new(o, "stdout_offset", json_integer((json_int_t)p->out.total));
         json_object_set_new(o, "stderr_offset", json_integer((json_int_t)p->err.total));
+        proc_spill_json(p, o);
         return o;
 }
 
@@ -70,11 +71,14 @@ xb_proc_json(const struct xb_proc *p, bool with_output)
                 json_object_set_new(o, "tag", json_string(p->client_tag));
         if (p->tty)
                 json_object_set_new(o, "pty", json_pack("{s:i,s:i}", "cols", p->cols, "rows", p->rows));
+        proc_spill_json(p, o);
         return o;
 }
 
+/* From the stream's file while it holds off, else what memory kept. */
 static json_t *
-chunk_json(const struct xb_outbuf *b, uint64_t off, size_t max, uint64_t *next, uint64_t *skipped)
+chunk_json(const struct xb_outbuf *b, const struct proc_spill *sp, uint64_t off, size_t max, uint64_t *next,
+           uint64_t *skipped)
 {
         _cleanup_free_ char *buf = malloc(max ? max : 1);
         _cleanup_free_ char *clean = NULL;
@@ -83,7 +87,9 @@ chunk_json(const struct xb_outbuf *b, uint64_t off, size_t max, uint64_t *next, 
 
         if (!buf)
                 return json_string("");
-        n = xb_outbuf_read(b, off, buf, max, &start);
+        n = max ? proc_spill_read(sp, off, buf, max) : 0;
+        if (!n)
+                n = xb_outbuf_read(b, off, buf, max, &start);
         *skipped = start - (off < b->total ? off : b->total);
         *next = start + n;
         clean = xb_utf8_sanitize(buf, n, &clean_len);
@@ -96,8 +102,8 @@ xb_proc_output_json(const struct xb_proc *p, uint64_t out_off, uint64_t err_off,
         uint64_t on, en, os, es;
         json_t *o = json_object();
 
-        json_object_set_new(o, "stdout", chunk_json(&p->out, out_off, max, &on, &os));
-        json_object_set_new(o, "stderr", chunk_json(&p->err, err_off, max, &en, &es));
+        json_object_set_new(o, "stdout", chunk_json(&p->out, &p->sp_out, out_off, max, &on, &os));
+        json_object_set_new(o, "stderr", chunk_json(&p->err, &p->sp_err, err_off, max, &en, &es));
         json_object_set_new(o, "stdout_offset", json_integer((json_int_t)on));
         json_object_set_new(o, "stderr_offset", json_integer((json_int_t)en));
         json_object_set_new(o, "stdout_skipped", json_integer((json_int_t)os));

@@ -415,7 +415,7 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
                         all[nn + i] = x->env[i];
                 for (size_t i = 0; i < 3; i++)
                         all[nn + nx + i] = extra[i];
-                r = xb_env_build("/home/user", XB_USER_UID, all, nn + nx + 3, &env, err);
+                r = xb_env_build("/home/user", x->uid, all, nn + nx + 3, &env, err);
                 free(all);
                 if (r < 0)
                         return r;
@@ -429,8 +429,8 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
                 r = xb_err_set(err, ENOMEM, "session");
                 goto out;
         }
-        q = (struct xb_exec_spec){ .argv = argv, .env = env, .cwd = "/home/user", .uid = XB_USER_UID,
-                                   .gid = XB_USER_UID, .std = { in[0], out[1], er[1] } };
+        q = (struct xb_exec_spec){ .argv = argv, .env = env, .cwd = "/home/user", .uid = x->uid,
+                                   .gid = x->uid, .std = { in[0], out[1], er[1] } };
         r = xb_initc_spawn(x->sb->sock, tag, &q, err);
         if (r < 0) {
                 xb_sbx_pending_del(x, tag);

@@ -469,10 +469,10 @@ strv_cat(char *const *a, char *const *b)
 }
 
 int
-xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *extra_env, uint64_t ttl_ms, struct xb_sbx **ret,
-            struct xb_err *err)
+xb_sbx_fork(struct xb_sbx *parent, const struct xb_fork_spec *spec, struct xb_sbx **ret, struct xb_err *err)
 {
         struct xb_core *s = parent->core;
+        unsigned n = spec->n;
         struct fork_snaps f = { .n = n };
         unsigned started = 0;
         uint64_t t0 = xb_mono_us();
@@ -497,19 +497,29 @@ xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *extra_env, uint64_t 
         for (; started < n; started++) {
                 struct xb_root_spec root = { .kind = XB_UPPER_DISK, .from = f.names[started], .adopt = true,
                                              .lowers = (const char *const *)parent->lowers, .user = parent->uid };
-                char **env = strv_cat(parent->env, extra_env);
+                char **env = strv_cat(parent->env, spec->env);
                 struct xb_sbx *x;
 
                 for (char **l = parent->lowers; l && *l; l++)
                         root.nlowers++;
-                r = env ? xb_sbx_create_root(s, parent->tenant, &parent->limits, NULL, 0, &root, env,
-                                             parent->metadata, ttl_ms ? ttl_ms : parent->ttl_ms, &x, err)
+                r = env ? xb_sbx_create_root(s, parent->tenant, spec->limits ? spec->limits : &parent->limits, NULL, 0,
+                                             &root, env, spec->metadata ? spec->metadata : parent->metadata,
+                                             spec->ttl_ms ? spec->ttl_ms : parent->ttl_ms, &x, err)
                         : xb_err_set(err, ENOMEM, "fork");
                 if (r < 0) {
                         xb_strv_free(env);
                         break;
                 }
                 x->uid = parent->uid;
+                x->auto_pause = parent->auto_pause;
+                x->paused_ttl_ms = parent->paused_ttl_ms;
+                x->max_lifetime_ms = parent->max_lifetime_ms;
+                xb_sbx_arm(x);
+                /* The parent's egress policy, unless the request names one. */
+                if ((r = xb_sbx_copy_network(x, parent, spec->network, err)) < 0) {
+                        xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
+                        break;
+                }
                 if (parent->tmpl && xb_template_attach(x, parent->tmpl) < 0) {
                         xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
                         r = xb_err_set(err, ENOMEM, "fork");

@@ -59,9 +59,16 @@ int xb_template_delete(struct xb_core *s, struct xb_template *t, struct xb_err *
 int xb_template_attach(struct xb_sbx *x, struct xb_template *t);
 /* Drop x's reference (its end). */
 void xb_template_release(struct xb_sbx *x);
-/* Fork parent n times (ret gets n sandboxes, registered and leased like
- * created ones) with its limits, env and lease; env ("K=V", or NULL) goes
- * on top of the parent's, ttl_ms (0: the parent's) replaces its lease.
- * On failure none is left. */
-int xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *env, uint64_t ttl_ms, struct xb_sbx **ret,
-                struct xb_err *err);
+/* What a fork changes; every field zero or NULL keeps the parent's. */
+struct xb_fork_spec {
+        unsigned n;                   /* how many */
+        const struct xb_limits *limits; /* checked against the ceilings by the caller */
+        char *const *env;             /* "K=V", on top of the parent's */
+        uint64_t ttl_ms;              /* the idle lease */
+        json_t *metadata;             /* replaces the parent's */
+        struct xb_netpol *network;    /* checked by the caller; the fork takes a reference */
+};
+/* Fork parent f->n times (ret gets them, registered and leased like
+ * created ones) with its limits, env, lease, metadata, user and network
+ * policy unless f overrides them. On failure none is left. */
+int xb_sbx_fork(struct xb_sbx *parent, const struct xb_fork_spec *f, struct xb_sbx **ret, struct xb_err *err);

@@ -113,6 +113,15 @@
         "\"processes\"]}"
 
 /* src/core/proc_wait.c: xb_proc_json without output. */
+/* src/core/proc_spill.c: where a background process's whole stream is. */
+#define J_STREAM_FILE                                                                                            \
+        "{\"type\": \"object\", \"description\": \"A background process's whole stream, in a file inside the "      \
+        "sandbox (counted against its disk limit); the server keeps only a head and a tail.\", "                \
+        "\"properties\": {\"path\": {\"type\": \"string\"}, \"bytes\": {\"type\": \"integer\", \"description\": "   \
+        "\"The stream's first bytes in the file.\"}, \"complete\": {\"type\": \"boolean\", \"description\": "      \
+        "\"false: the file stopped at bytes (error says why, e.g. the disk limit).\"}, "                        \
+        "\"error\": {\"type\": \"string\"}}}"
+
 #define J_PROCESS                                                                                                \
         "{\"type\": \"object\", \"properties\": {"                                                              \
         "\"pid\": {\"type\": \"integer\"}, "                                                                     \
@@ -123,7 +132,8 @@
         "\"signal\": {\"type\": [\"integer\", \"null\"], \"description\": \"Once finished.\"}, "                 \
         "\"stdout_bytes\": {\"type\": \"integer\"}, "                                                            \
         "\"stderr_bytes\": {\"type\": \"integer\"}, "                                                            \
-        "\"started_ms_ago\": {\"type\": \"integer\"}}, "                                                         \
+        "\"started_ms_ago\": {\"type\": \"integer\"}, "                                                         \
+        "\"stdout_file\": " J_STREAM_FILE ", \"stderr_file\": " J_STREAM_FILE "}, "                                 \
         "\"required\": [\"pid\", \"cmd\", \"running\", \"status\", \"stdout_bytes\", \"stderr_bytes\", "       \
         "\"started_ms_ago\"]}"
 

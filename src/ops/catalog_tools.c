@@ -38,7 +38,8 @@ struct xb_tool xb_catalog_tools[] = {
                         "\"pids\": {\"type\": [\"integer\", \"null\"], \"description\": \"Most processes and "
                         "threads at once. null: the server's default.\"}, "
                         "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes the sandbox's "
-                        "writable layer (/usr, /etc, /home/user, /tmp, ...) can hold. null: the server's default.\"}",
+                        "writable layer (/usr, /etc, /home/user, /tmp, ...) can hold; a write past it fails with "
+                        "EDQUOT, Disk quota exceeded (not ENOSPC). null: the server's default.\"}",
                         "\"memory\", \"cpus\", \"pids\", \"disk\"") ", {\"type\": \"null\"}], "
                 "\"description\": \"Resource limits. null: the server's defaults.\"}, "
                 "\"network\": " J_NETWORK_ARG ", "
@@ -123,15 +124,33 @@ struct xb_tool xb_catalog_tools[] = {
         .op = "sandbox_fork",
         .title = "Fork a sandbox",
         .description = "Make count new sandboxes that start from this sandbox's filesystem as it is now, with its "
-                "limits and env; try different approaches in parallel. Instant, whatever the size. Processes "
+                "limits, env and network policy unless given here; try different approaches in parallel. Instant, whatever the size. Processes "
                 "are not carried over: each child starts with none running.",
         .input_json = OBJ(J_ARG_SANDBOX_ID ", "
                           "\"count\": {\"type\": [\"integer\", \"null\"], \"minimum\": 1, \"maximum\": 64, "
                           "\"description\": \"How many children. null: 1.\"}, "
                           J_ARG_ENV ", "
                           "\"timeout_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 1, \"description\": "
-                          "\"The children's idle time to live. null: the parent's.\"}",
-                          "\"sandbox_id\", \"count\", \"env\", \"timeout_s\""),
+                          "\"The children's idle time to live. null: the parent's.\"}, "
+                          "\"limits\": {\"anyOf\": [" OBJ(
+                                  "\"memory\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes of "
+                                  "memory. null: the parent's.\"}, "
+                                  "\"cpus\": {\"type\": [\"number\", \"null\"], \"description\": \"CPU cores. "
+                                  "null: the parent's.\"}, "
+                                  "\"pids\": {\"type\": [\"integer\", \"null\"], \"description\": \"Most "
+                                  "processes and threads at once. null: the parent's.\"}, "
+                                  "\"disk\": {\"type\": [\"integer\", \"null\"], \"description\": \"Bytes the "
+                                  "writable layer can hold. null: the parent's.\"}",
+                                  "\"memory\", \"cpus\", \"pids\", \"disk\"") ", {\"type\": \"null\"}], "
+                          "\"description\": \"The children's limits, within the server's ceilings. null: the "
+                          "parent's.\"}, "
+                          "\"network\": {\"anyOf\": [{\"type\": \"string\", \"enum\": [\"none\", \"packages\", "
+                          "\"open\", \"allowlist\"]}, {\"type\": \"object\", \"properties\": {\"mode\": "
+                          "{\"type\": \"string\", \"enum\": [\"none\", \"packages\", \"allowlist\", \"open\"]}, "
+                          J_NETWORK_RULES "}, \"required\": [\"mode\", \"allow\", \"deny\"], "
+                          "\"additionalProperties\": false}, {\"type\": \"null\"}], \"description\": \"The "
+                          "children's egress, within the server's ceiling. null: the parent's policy.\"}",
+                          "\"sandbox_id\", \"count\", \"env\", \"timeout_s\", \"limits\", \"network\""),
         .output_json = "{\"type\": \"object\", \"properties\": {\"sandboxes\": {\"type\": \"array\", \"items\": "
                 J_SANDBOX "}, \"parent\": {\"type\": \"string\"}}, \"required\": [\"sandboxes\", \"parent\"]}",
         .read_only = false, .destructive = false, .idempotent = false, .open_world = false,

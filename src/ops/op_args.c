@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "core/core.h"
+#include "ops/jsonv.h"
 
 struct xb_sbx *
 xb_op_sandbox(struct xb_core *core, int tenant, json_t *args, struct xb_call *c)
@@ -115,4 +117,56 @@ xb_op_identifier(const char *s)
                       (i && s[i] >= '0' && s[i] <= '9')))
                         return false;
         return true;
+}
+
+int
+xb_op_limits_parse(json_t *body, const struct xb_limits *defaults, struct xb_limits *l, struct xb_err *err)
+{
+        static const char *const fields[] = { "memory", "cpus", "pids", "disk", NULL };
+        json_t *lim = json_object_get(body, "limits");
+        int r;
+
+        *l = *defaults;
+        if (!lim || json_is_null(lim))
+                return 0;
+        if (!json_is_object(lim))
+                return xb_err_msg(err, EINVAL, "`limits` must be an object like {\"memory\": 536870912, \"cpus\": 1}");
+        if ((r = xb_jsonv_fields(lim, fields, err)) < 0)
+                return xb_err_wrap(err, "limits");
+        if ((r = xb_jsonv_uint(lim, "memory", XB_MEMORY_MIN, XB_MEMORY_MAX, &l->memory, err)) < 0 ||
+            (r = xb_jsonv_uint(lim, "pids", 8, XB_PIDS_MAX, &l->pids, err)) < 0 ||
+            (r = xb_jsonv_uint(lim, "disk", XB_DISK_MIN, XB_DISK_MAX, &l->disk, err)) < 0)
+                return xb_err_wrap(err, "limits");
+        {
+                json_t *c = json_object_get(lim, "cpus");
+
+                if (c && !json_is_null(c)) {
+                        double d = json_number_value(c);
+
+                        if (!json_is_number(c) || d < 0.01 || d > XB_CPUS_MAX_MILLI / 1000.0)
+                                return xb_err_msg(err, ERANGE, "limits.cpus must be a number of cores between 0.01 and %u",
+                                                  XB_CPUS_MAX_MILLI / 1000);
+                        l->cpus_milli = (uint32_t)(d * 1000.0 + 0.5);
+                }
+        }
+        return xb_limits_validate(l, err);
+}
+
+int
+xb_op_metadata_check(json_t *meta, struct xb_err *err)
+{
+        _cleanup_free_ char *js = NULL;
+        size_t mlen;
+
+        if (!meta || json_is_null(meta))
+                return 0;
+        if (!json_is_object(meta) || json_object_size(meta) > 64)
+                return xb_err_code(err, XB_E_INVALID_METADATA, EINVAL, NULL,
+                                   "`metadata` must be an object with at most 64 keys");
+        js = json_dumps(meta, JSON_COMPACT);
+        mlen = js ? strlen(js) : 0;
+        if (mlen > 16384)
+                return xb_err_code(err, XB_E_METADATA_TOO_LARGE, E2BIG, NULL,
+                                   "`metadata` is %zu bytes; the limit is 16384", mlen);
+        return 0;
 }

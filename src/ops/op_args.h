@@ -32,3 +32,9 @@ struct xb_netpol;
 int xb_op_network_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err);
 /* A variable name such as df or results.mean (letters, digits, _ and .). */
 bool xb_op_identifier(const char *s);
+struct xb_limits;
+/* body's `limits` over defaults, each in its range; err names the field. */
+int xb_op_limits_parse(json_t *body, const struct xb_limits *defaults, struct xb_limits *l, struct xb_err *err);
+/* `metadata`: absent, null, or an object of at most 64 keys and 16 KiB
+ * (XB_E_INVALID_METADATA, XB_E_METADATA_TOO_LARGE). */
+int xb_op_metadata_check(json_t *meta, struct xb_err *err);

@@ -26,39 +26,6 @@ fail_invalid(struct xb_call *c, struct xb_err *err, enum xb_ecode ecode)
         xb_call_fail(c, err);
 }
 
-static int
-parse_limits(json_t *body, const struct xb_limits *defaults, struct xb_limits *l, struct xb_err *err)
-{
-        static const char *const fields[] = { "memory", "cpus", "pids", "disk", NULL };
-        json_t *lim = json_object_get(body, "limits");
-        int r;
-
-        *l = *defaults;
-        if (!lim || json_is_null(lim))
-                return 0;
-        if (!json_is_object(lim))
-                return xb_err_msg(err, EINVAL, "`limits` must be an object like {\"memory\": 536870912, \"cpus\": 1}");
-        if ((r = xb_jsonv_fields(lim, fields, err)) < 0)
-                return xb_err_wrap(err, "limits");
-        if ((r = xb_jsonv_uint(lim, "memory", XB_MEMORY_MIN, XB_MEMORY_MAX, &l->memory, err)) < 0 ||
-            (r = xb_jsonv_uint(lim, "pids", 8, XB_PIDS_MAX, &l->pids, err)) < 0 ||
-            (r = xb_jsonv_uint(lim, "disk", XB_DISK_MIN, XB_DISK_MAX, &l->disk, err)) < 0)
-                return xb_err_wrap(err, "limits");
-        {
-                json_t *c = json_object_get(lim, "cpus");
-
-                if (c && !json_is_null(c)) {
-                        double d = json_number_value(c);
-
-                        if (!json_is_number(c) || d < 0.01 || d > XB_CPUS_MAX_MILLI / 1000.0)
-                                return xb_err_msg(err, ERANGE, "limits.cpus must be a number of cores between 0.01 and %u",
-                                                  XB_CPUS_MAX_MILLI / 1000);
-                        l->cpus_milli = (uint32_t)(d * 1000.0 + 0.5);
-                }
-        }
-        return xb_limits_validate(l, err);
-}
-
 /* binds point into body. */
 static int
 parse_mounts(json_t *body, struct xb_bind *binds, size_t *n, struct xb_err *err)
@@ -209,7 +176,7 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         struct xb_sbx *x;
         struct xb_netpol *pol = NULL;
 
-        if (xb_jsonv_fields(args, fields, &err) < 0 || parse_limits(args, &s->o.defaults, &l, &err) < 0) {
+        if (xb_jsonv_fields(args, fields, &err) < 0 || xb_op_limits_parse(args, &s->o.defaults, &l, &err) < 0) {
                 fail_invalid(c, &err, XB_E_INVALID);
                 return;
         }
@@ -247,21 +214,10 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 return;
         }
         meta = json_object_get(args, "metadata");
-        if (meta && !json_is_null(meta) && (!json_is_object(meta) || json_object_size(meta) > 64)) {
+        if (xb_op_metadata_check(meta, &err) < 0) {
                 xb_strv_free(env);
-                xb_call_failf(c, XB_E_INVALID_METADATA, NULL, "`metadata` must be an object with at most 64 keys");
+                xb_call_fail(c, &err);
                 return;
-        }
-        {
-                _cleanup_free_ char *js = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-                size_t mlen = js ? strlen(js) : 0;
-
-                if (mlen > 16384) {
-                        xb_strv_free(env);
-                        xb_call_failf(c, XB_E_METADATA_TOO_LARGE, NULL, "`metadata` is %zu bytes; the limit is 16384",
-                                      mlen);
-                        return;
-                }
         }
         net = json_object_get(args, "network");
         if (net && !json_is_null(net) &&

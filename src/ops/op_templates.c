@@ -7,6 +7,8 @@
 #include "base/cleanup.h"
 #include "core/templates.h"
 #include "core/core.h"
+#include "core/quota.h"
+#include "net/policy.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -74,14 +76,16 @@ op_snapshot(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 static void
 op_fork(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "count", "env", "timeout_s", NULL };
+        static const char *const fields[] = { "count", "env", "timeout_s", "limits", "network", "metadata", NULL };
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct xb_sbx *kids[FORK_MAX];
         struct xb_err err = { 0 };
-        uint64_t n = 1, ttl = 0;
+        struct xb_fork_spec f = { 0 };
+        struct xb_limits l;
+        uint64_t n = 1;
         char **env = NULL;
-        json_t *list;
+        json_t *list, *net, *meta;
         int r;
 
         if (!x)
@@ -91,14 +95,34 @@ op_fork(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
+        /* Limits default to the parent's and stay under the ceilings. */
         if (xb_jsonv_fields(body, fields, &err) < 0 || xb_jsonv_uint(body, "count", 1, FORK_MAX, &n, &err) < 0 ||
-            xb_jsonv_seconds(body, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &ttl, &err) < 0 ||
-            xb_jsonv_env(body, "env", &env, NULL, &err) < 0) {
+            xb_jsonv_seconds(body, "timeout_s", 1, XB_TTL_MAX_MS / 1000.0, &f.ttl_ms, &err) < 0 ||
+            xb_op_limits_parse(body, &x->limits, &l, &err) < 0 || xb_jsonv_env(body, "env", &env, NULL, &err) < 0) {
                 err.ecode = XB_E_INVALID;
                 xb_call_fail(c, &err);
                 return;
         }
-        r = xb_sbx_fork(x, (unsigned)n, env, ttl, kids, &err);
+        meta = json_object_get(body, "metadata");
+        if (xb_quota_check_limits(s, &l, &err) < 0 || xb_op_metadata_check(meta, &err) < 0) {
+                xb_strv_free(env);
+                xb_call_fail(c, &err);
+                return;
+        }
+        net = json_object_get(body, "network");
+        if (net && !json_is_null(net) &&
+            (xb_op_network_parse(net, &f.network, &err) < 0 || xb_core_network_check(s, f.network, &err) < 0)) {
+                xb_netpol_unref(f.network);
+                xb_strv_free(env);
+                xb_call_fail(c, &err);
+                return;
+        }
+        f.n = (unsigned)n;
+        f.limits = &l;
+        f.env = env;
+        f.metadata = meta && !json_is_null(meta) ? meta : NULL;
+        r = xb_sbx_fork(x, &f, kids, &err);
+        xb_netpol_unref(f.network);
         xb_strv_free(env);
         if (r < 0) {
                 if (!err.ecode)

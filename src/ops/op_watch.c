@@ -25,9 +25,10 @@ struct watch_args {
 };
 
 /* path (absolute, or relative to /home/user), recursive (a bool, or
- * "true"/"false" from a query), user ("user" or "root"). */
+ * "true"/"false" from a query), user ("user" or "root"; unset: the
+ * sandbox's own, def_uid). */
 static int
-parse(json_t *args, const char *const *fields, struct watch_args *a, struct xb_err *err)
+parse(json_t *args, const char *const *fields, struct watch_args *a, uint32_t def_uid, struct xb_err *err)
 {
         const char *path = NULL, *user = NULL;
         json_t *rec = json_object_get(args, "recursive");
@@ -50,7 +51,7 @@ parse(json_t *args, const char *const *fields, struct watch_args *a, struct xb_e
                 return xb_err_code(err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
         for (n = strlen(a->path); n > 1 && a->path[n - 1] == '/'; n--)
                 a->path[n - 1] = '\0';
-        a->uid = user && !strcmp(user, "root") ? 0 : XB_USER_UID;
+        a->uid = !user ? def_uid : !strcmp(user, "root") ? 0 : XB_USER_UID;
         return 0;
 }
 
@@ -132,7 +133,7 @@ op_watch_dir(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 
         if (!x)
                 return;
-        if (parse(args, fields, &a, &err) < 0) {
+        if (parse(args, fields, &a, x->uid, &err) < 0) {
                 free(a.path);
                 fail_with(c, &err);
                 return;
@@ -171,7 +172,7 @@ op_watcher_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c
 
         if (!x)
                 return;
-        if (parse(args, fields, &a, &err) < 0) {
+        if (parse(args, fields, &a, x->uid, &err) < 0) {
                 free(a.path);
                 fail_with(c, &err);
                 return;

@@ -67,7 +67,7 @@ int
 xb__send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, struct xb_err *err)
 {
         struct xb_engine *e = sb->eng;
-        char upper[4200], layers[4200], ns[64];
+        char upper[4200], layers[4200], dpkg[4200], ns[64];
         const char *srcs[XB_LAYER_NFDS];
         int fds[XB_LAYER_NFDS];
         _cleanup_close_ int userns = -EBADF;
@@ -91,7 +91,14 @@ xb__send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, stru
         srcs[2] = e->base_root;
         srcs[3] = "/usr";
         srcs[4] = e->etc_dir;
-        srcs[5] = "/var/lib/dpkg";
+        /* A host without dpkg (or a unit whose /var/lib is a fresh tmpfs)
+         * gets the skeleton's empty dpkg directory, not a failed create. */
+        if (access("/var/lib/dpkg", F_OK) == 0)
+                srcs[5] = "/var/lib/dpkg";
+        else {
+                snprintf(dpkg, sizeof(dpkg), "%s/var/lib/dpkg", e->base_root);
+                srcs[5] = dpkg;
+        }
         srcs[6] = e->dpkg_fix;
         if ((r = xb_layers_idmapped(userns, srcs, fds, err)) < 0)
                 return r;

@@ -1,4 +1,5 @@
-/* Between sandbox.c and the daemon side of a layered root (rootfs.c).
+/* Between sandbox.c and its parts: the daemon side of a layered root
+ * (rootfs.c) and the child's network (netsock.c).
  * Not for other modules. */
 #pragma once
 #include "sandbox/sandbox.h"
@@ -17,3 +18,7 @@ int xb__send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, 
  * messages of up to XB_MSG_MAXFDS. */
 int xb__send_binds(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, const struct xb_bind *binds,
                    struct xb_err *err);
+/* netsock.c, in the setup child: bring lo up; bind the egress sockets
+ * (proxy, DNS) and send them over sock, which it closes. */
+int xb__loopback_up(void);
+int xb__send_net_sockets(int sock);

@@ -88,24 +88,18 @@ xb_reply_bytes(struct xb_req *r, unsigned status, const char *ctype, const void 
 void
 xb_reply_json(struct xb_req *r, unsigned status, json_t *body)
 {
-        char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        struct MHD_Response *resp;
+        static const char oom[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\","
+                                  "\"hint\":\"retry in a moment\"}}";
+        size_t size = 0;
+        /* Generated as it is sent when large (json_stream.c). */
+        struct MHD_Response *resp = body ? http_json_response(body, &size) : NULL;
 
-        json_decref(body);
-        if (!s) {
-                static const char oom[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\","
-                                          "\"hint\":\"retry in a moment\"}}";
-
+        if (!resp) {
                 xb_reply_bytes(r, 503, "application/json", oom, sizeof(oom) - 1);
                 return;
         }
         if (!r->replied)
-                r->bytes = strlen(s);
-        resp = MHD(create_response_from_buffer)(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-                free(s);
-                return;
-        }
+                r->bytes = size;
         MHD(add_response_header)(resp, "Content-Type", "application/json");
         http_queue(r, status, resp);
 }

@@ -162,6 +162,50 @@ def test_unit_runs_sandboxes_under_systemd(tmp_path):
     assert "stopped: success\n" in out and "cgroups left: 0\n" in out, out
 
 
+LAYERS_SMOKE = r"""
+import json, urllib.request
+T = open("/var/lib/execbox/token").read().strip()
+def call(method, path, body):
+    req = urllib.request.Request("http://127.0.0.1:8000" + path, method=method, data=json.dumps(body).encode(),
+                                 headers={"Authorization": "Bearer " + T, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+st, sb = call("POST", "/v1/sandboxes", {"user": "root"})
+print("create", st, json.dumps(sb)[:300])
+st, r = call("POST", f"/v1/sandboxes/{sb['id']}/exec",
+             {"cmd": "id -u; echo m > /usr/bin/xbm && cat /usr/bin/xbm; grep -c ' /var/lib/dpkg overlay ' /proc/self/mounts"})
+print("exec", st, json.dumps(r.get("stdout")))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/lib/systemd/systemd").exists() or not shutil.which("unshare"),
+                    reason="needs root, systemd and unshare")
+def test_unit_with_memory_layers(tmp_path):
+    """--layers memory under the unit as shipped: the boot's /var/lib is a
+    fresh tmpfs without dpkg's database (as on a host without dpkg), which
+    made every create fail with "id-mapped mount of /var/lib/dpkg: No such
+    file or directory"; the sandbox's /var/lib/dpkg is then the skeleton's
+    empty directory under its overlay."""
+    unit = tmp_path / "execbox.service"
+    unit.write_text(UNIT_IN.read_text().replace("@BINDIR@", "/run/xb-bin")
+                    .replace("ExecStart=/run/xb-bin/execbox serve", "ExecStart=/run/xb-bin/execbox serve --layers memory"))
+    smoke_dir = tempfile.mkdtemp(prefix="xb-smoke.", dir="/var/tmp")
+    try:
+        smoke = Path(smoke_dir) / "layers_smoke.py"
+        smoke.write_text(LAYERS_SMOKE)
+        r = subprocess.run([str(BOOT), str(unit), EXECBOX, "/usr/bin/python3", str(smoke)], capture_output=True,
+                           text=True, timeout=300)
+    finally:
+        shutil.rmtree(smoke_dir, ignore_errors=True)
+    out = r.stdout
+    assert r.returncode == 0 and "create 201 " in out, out + r.stderr
+    assert 'exec 200 "0\\nm\\n1\\n"' in out, out
+    assert "cgroups left: 0\n" in out, out
+
+
 # ---- man pages ----
 
 @pytest.mark.parametrize("page", [MAN1, MAN8], ids=lambda p: p.name)

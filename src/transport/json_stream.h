@@ -1,0 +1,14 @@
+/* A JSON document written a piece at a time (json_stream.c): the bytes
+ * json_dumps(v, JSON_COMPACT) makes, with bounded work per piece. */
+#pragma once
+#include <jansson.h>
+#include <sys/types.h>
+
+struct xb_jgen;
+
+/* Takes body; NULL when out of memory (body is then released). */
+struct xb_jgen *xb_jgen_new(json_t *body);
+/* The next up to max bytes (max >= 6): their count, 0 at the end, -1 when
+ * out of memory. */
+ssize_t xb_jgen_read(struct xb_jgen *g, char *out, size_t max);
+void xb_jgen_free(struct xb_jgen *g);
