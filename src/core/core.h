@@ -110,6 +110,7 @@ struct xb_core {
         unsigned npaused;             /* registered sandboxes that are frozen */
         struct xb_timer pool_timer;
         bool stopping;
+        bool draining;                /* the daemon drains before it stops: no new sandboxes */
         uint64_t started_ms;
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
@@ -135,6 +136,9 @@ int xb_templates_open(struct xb_core *s, struct xb_err *err);
 void xb_templates_close(struct xb_core *s);
 /* No more sandboxes from here on (the daemon is stopping). */
 void xb_core_stop(struct xb_core *c);
+/* The daemon drains: creates fail with XB_E_SHUTTING_DOWN and the pool is
+ * not refilled, while the sandboxes and their work go on. */
+void xb_core_drain(struct xb_core *c);
 /* Kill every sandbox, run the loop until they are reaped (at most 5 s) and
  * free the core. Safe on NULL. */
 void xb_core_close(struct xb_core *c);

@@ -24,7 +24,7 @@ void
 xb_pool_fill(struct xb_core *s)
 {
         /* One per tick: a burst of creations must not stall requests. */
-        if (s->stopping || s->npool >= s->o.pool_size ||
+        if (s->stopping || s->draining || s->npool >= s->o.pool_size ||
             s->nsandboxes + s->npool >= s->o.max_sandboxes)
                 return;
         {
@@ -148,6 +148,10 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
         struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, tenant);
         uint64_t t0 = xb_mono_us();
 
+        if (s->draining || s->stopping)
+                return xb_err_code(err, XB_E_SHUTTING_DOWN, ESHUTDOWN, NULL,
+                                   "the server is stopping (it drains the requests in flight) and makes no new "
+                                   "sandboxes");
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);

@@ -409,6 +409,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
                 return;
         }
         r->complete = true;
+        r->http->inflight--;
         http_access_end(r, (int)toe);
         cb = r->on_gone;
         r->on_gone = NULL;
@@ -458,6 +459,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                         return MHD_NO;
                 *con_cls = r;
                 r->http = h;
+                h->inflight++;
                 r->conn = conn;
                 r->sink_fd = -1;
                 r->tenant = -1;
@@ -704,6 +706,12 @@ xb_http_stop(struct xb_http *h)
         if (h->unix_path[0])
                 unlink(h->unix_path);
         free(h);
+}
+
+unsigned
+xb_http_inflight(const struct xb_http *h)
+{
+        return h ? h->inflight : 0;
 }
 
 const char *

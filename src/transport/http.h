@@ -110,6 +110,8 @@ int xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct 
 void xb_http_stop(struct xb_http *h);
 /* "http://127.0.0.1:8000" or "unix:/path". */
 const char *xb_http_url(const struct xb_http *h);
+/* Requests begun and not yet complete (streams included); 0 on NULL. */
+unsigned xb_http_inflight(const struct xb_http *h);
 bool xb_http_is_loopback(const char *listen);
 
 /* Request accessors. Strings live as long as the request. */

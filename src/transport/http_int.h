@@ -50,6 +50,7 @@ struct xb_http {
         uint64_t auth_missing, auth_invalid;
         uint32_t boot_tag;            /* request ids: this start's tag, then a count */
         uint64_t nrequests;
+        unsigned inflight;            /* requests begun and not yet completed (the drain waits for them) */
 };
 
 struct xb_req {
