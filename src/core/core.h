@@ -216,6 +216,14 @@ struct xb_sbx {
 /* Whether tenant (and x, if given) may take n more of the daemon's fds:
  * 0, or -EMFILE with err set (XB_E_FD_BUDGET). */
 int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned n, struct xb_err *err);
+
+/* Free space (and inodes) kept in the state directory, under which
+ * creates stop (space.c): the layer store there must never fill up. */
+#define XB_STATE_RESERVE (32u << 20)
+#define XB_STATE_RESERVE_INODES 256u
+/* 0, or -ENOSPC with err set (XB_E_SANDBOX_UNAVAILABLE, 503) while the
+ * state directory has less than its reserve free. */
+int xb_space_check(struct xb_core *s, struct xb_err *err);
 /* Check, then count n fds held by x for its tenant; release them later. */
 int xb_fds_charge(struct xb_sbx *x, unsigned n, struct xb_err *err);
 void xb_fds_release(struct xb_sbx *x, unsigned n);

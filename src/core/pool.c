@@ -29,7 +29,8 @@ xb_pool_fill(struct xb_core *s)
                 return;
         {
                 struct xb_err err = { 0 };
-                struct xb_sbx *x = xb__sbx_start(s, &s->o.defaults, NULL, 0, NULL, &err);
+                struct xb_sbx *x = xb_space_check(s, &err) < 0 ? NULL
+                                                                 : xb__sbx_start(s, &s->o.defaults, NULL, 0, NULL, &err);
 
                 if (!x) {
                         xb_warn("pool: %s", err.msg);
@@ -104,7 +105,8 @@ create_error(struct xb_err *err)
         else if (err->code == EAGAIN)
                 err->ecode = XB_E_TOO_MANY_SANDBOXES;
         else if (err->code == EMFILE || err->code == ENFILE || err->code == ENOMEM || err->code == ENOSPC ||
-                 err->code == ENOBUFS || err->code == EEXIST || err->code == EBUSY)
+                 err->code == ENOBUFS || err->code == EEXIST || err->code == EBUSY || err->code == EDQUOT ||
+                 err->code == EROFS)
                 err->ecode = XB_E_SANDBOX_UNAVAILABLE;   /* the host is short of something: 503, retry */
         else
                 err->ecode = XB_E_SANDBOX_FAILED;
@@ -159,6 +161,8 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
                 return -EMFILE;
         if (xb_quota_check_create(s, tenant, l, err) < 0)
                 return -EAGAIN;
+        if (xb_space_check(s, err) < 0)
+                return -ENOSPC;
         if (!root && pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 
