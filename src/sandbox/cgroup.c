@@ -27,6 +27,7 @@
 
 #include "base/cleanup.h"
 #include "base/fd.h"
+#include "base/log.h"
 
 const char *const cg_ctl_names[NCTL] = { "memory", "pids", "cpu", "cpuacct", "freezer" };
 
@@ -121,6 +122,28 @@ xb_cgroup_prefix_check(const char *s, struct xb_err *err)
         return 0;
 }
 
+/* Pure v2: the sandboxes' parent is the root, or (1) the daemon's own
+ * delegated subtree (cgroup_v2.c), whose fd then replaces the root's. */
+static int
+v2_parent(struct xb_cgroup_sys *sys, struct xb_err *err)
+{
+        _cleanup_free_ char *text = NULL;
+        char own[512];
+        int fd;
+
+        if (xb_read_file_at(AT_FDCWD, "/proc/self/cgroup", 1 << 16, &text, NULL) < 0 ||
+            cg_v2_self(text, own, sizeof(own)) < 0 || !cg_v2_delegated(sys->v2_root, own))
+                return 0;
+        fd = cg_v2_take_subtree(sys->v2_root, own, err);
+        if (fd < 0)
+                return fd;
+        close(sys->v2_root);
+        sys->v2_root = fd;
+        xb_info("cgroup: sandboxes go in the delegated subtree /%s (the daemon is in /%s%s%s)", own, own,
+                *own ? "/" : "", XB_CGROUP_DAEMON_LEAF);
+        return 1;
+}
+
 int
 xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix, struct xb_cgroup_sys **ret,
                    struct xb_err *err)
@@ -158,8 +181,12 @@ xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix, struct xb_cgrou
         if (mode == XB_CG_V2) {
                 if (sys->v2_root < 0)
                         return xb_err_msg(err, ENOENT, "no cgroup2 hierarchy is mounted");
-                /* Delegate memory, pids and cpu to the root's children. */
-                if (xb_write_file_at(sys->v2_root, "cgroup.subtree_control", "+memory +pids +cpu") < 0 &&
+                if ((r = v2_parent(sys, err)) < 0) {
+                        xb_cgroup_sys_close(TAKE_PTR(sys));
+                        return r;
+                }
+                /* At the root: delegate memory, pids and cpu to its children. */
+                if (r == 0 && xb_write_file_at(sys->v2_root, "cgroup.subtree_control", "+memory +pids +cpu") < 0 &&
                     !v2_usable) {
                         close_fd(&sys->v2_root);
                         return xb_err_msg(err, ENOTSUP, "cgroup2 at %s lacks the memory, pids or cpu "

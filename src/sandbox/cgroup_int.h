@@ -5,6 +5,7 @@
  * cgroup_limits.c (their limits). */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -51,3 +52,19 @@ int cg_kill_listed(int dir);
 /* Close *groupfd and remove root/name, waiting a little for exiting tasks. */
 int cg_remove_group(int root, const char *name, int *groupfd);
 void cg_sleep_us(long us);
+
+/* cgroup_v2.c */
+/* The daemon's own group leaf: <own>/daemon. No "<prefix>-" name, so no
+ * reaper takes it for a sandbox's. */
+#define XB_CGROUP_DAEMON_LEAF "daemon"
+/* The v2 path in /proc/self/cgroup's text, relative ("" for the root):
+ * 0, -ENOENT without a v2 line, -ENAMETOOLONG past n or with "..". */
+int cg_v2_self(const char *text, char *ret, size_t n);
+/* Whether own (relative to the tree's root rootfd) is a subtree the daemon
+ * must keep to: delegated to it (trusted.delegate or user.delegate), or
+ * the root of a cgroup namespace. False for the host's root. */
+bool cg_v2_delegated(int rootfd, const char *own);
+/* Make own the parent of the sandboxes' groups: move its processes to
+ * own/daemon, enable memory, pids and cpu in its subtree_control. own's
+ * directory fd, or -errno with err set. */
+int cg_v2_take_subtree(int rootfd, const char *own, struct xb_err *err);
