@@ -409,7 +409,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
                 return;
         }
         r->complete = true;
-        r->http->inflight--;
+        if (!r->listener)
+                r->http->inflight--;
         http_access_end(r, (int)toe);
         cb = r->on_gone;
         r->on_gone = NULL;
@@ -706,6 +707,15 @@ xb_http_stop(struct xb_http *h)
         if (h->unix_path[0])
                 unlink(h->unix_path);
         free(h);
+}
+
+void
+xb_req_set_listener(struct xb_req *r)
+{
+        if (!r->listener && !r->complete) {
+                r->listener = true;
+                r->http->inflight--;
+        }
 }
 
 unsigned

@@ -66,6 +66,7 @@ struct xb_req {
         enum xb_req_phase phase;
         int tenant;
         bool suspended, replied, dispatched, complete;
+        bool listener;                /* xb_req_set_listener: not counted in flight */
         bool too_large;               /* the body passed body_max: 413 at the end */
         bool may_hold;                /* a body follows, no Expect: 100-continue, within DRAIN_MAX */
         struct MHD_Response *held;    /* an early reply, queued once the body is drained */

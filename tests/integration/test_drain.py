@@ -151,3 +151,22 @@ def test_stop_sandboxes_deletes_every_sandbox_at_exit(server_factory):
     assert srv.stopped_rc == 0, srv.stderr()[-2000:]
     assert "deleting 2 sandboxes (--stop-sandboxes)" in srv.stderr(), srv.stderr()[-2000:]
     assert cgroups_gone(cgs), cgs
+
+
+def test_an_mcp_listening_stream_does_not_hold_the_drain(server_factory):
+    """A standalone GET /mcp stream only listens: the drain does not wait
+    its 20 s for it, as it would for work in flight."""
+    srv = server_factory("--drain-timeout", "20s", pool=0)
+    mcp = Mcp(srv, version="2025-06-18").initialize()
+    r = requests.get(srv.url + "/mcp", headers=mcp.headers({"Accept": "text/event-stream"}), stream=True, timeout=30)
+    try:
+        assert r.status_code == 200 and "text/event-stream" in r.headers["Content-Type"], (r.status_code, r.text)
+        t0 = time.monotonic()
+        os.kill(srv.pid, signal.SIGTERM)
+        srv.stopped_rc = srv.proc.wait(10)
+        took = time.monotonic() - t0
+    finally:
+        r.close()
+    assert srv.stopped_rc == 0, srv.stderr()[-2000:]
+    assert took < 3, took
+    assert "no request in flight" in srv.stderr(), srv.stderr()[-2000:]
