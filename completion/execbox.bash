@@ -24,7 +24,7 @@ _execbox()
                 --timeout | --cpu-time | --memory | --pids | --cpus | --output-limit | --file-size | --disk | \
                 --env | --cwd | --mount | --allow-mount | --cgroup | --listen | --state-dir | --token-file | \
                 --pool | --max-sandboxes | --body-max | --upload-max | --allow-origin | --public-url | --sandbox-domain | --server | --token | --config | \
-                --mcp-allowed-host | --mcp-pause-after)
+                --mcp-allowed-host | --mcp-pause-after | --drain-timeout)
                         skip=1 ;;
                 -*) ;;
                 *)
@@ -64,7 +64,7 @@ _execbox()
                 return ;;
         --timeout | --cpu-time | --memory | --pids | --cpus | --output-limit | --file-size | --disk | \
         --env | --cwd | --listen | --pool | --max-sandboxes | --body-max | --upload-max | --allow-origin | --public-url | --sandbox-domain | --server | --token | --config | \
-        --mcp-allowed-host | --mcp-pause-after)
+        --mcp-allowed-host | --mcp-pause-after | --drain-timeout)
                 return ;;
         esac
         $split && return

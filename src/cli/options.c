@@ -35,7 +35,7 @@ enum {
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
         O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER,
-        O_PAUSED_TTL, O_MAX_LIFETIME,
+        O_PAUSED_TTL, O_MAX_LIFETIME, O_DRAIN_TIMEOUT, O_STOP_SANDBOXES,
         O_MAX_MEM, O_MAX_PIDS, O_MAX_CPUS, O_MAX_DISK, O_QUOTA,
 };
 
@@ -99,6 +99,8 @@ static const struct {
         { { "network-rate", required_argument, NULL, O_NET_RATE }, SERVE },
         { { "paused-ttl", required_argument, NULL, O_PAUSED_TTL }, SERVE },
         { { "max-lifetime", required_argument, NULL, O_MAX_LIFETIME }, SERVE },
+        { { "drain-timeout", required_argument, NULL, O_DRAIN_TIMEOUT }, SERVE },
+        { { "stop-sandboxes", no_argument, NULL, O_STOP_SANDBOXES }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
         { { "help", no_argument, NULL, 'h' }, SERVE | MCP, FLAG_ONLY },
@@ -127,6 +129,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->audit_max = XB_AUDIT_MAX_DEFAULT;
         o->paused_ttl_ms = XB_PAUSED_TTL_DEFAULT_MS;
         o->max_lifetime_ms = XB_LIFETIME_MAX_DEFAULT_MS;
+        o->drain_timeout_ms = XB_DRAIN_TIMEOUT_DEFAULT_MS;
         o->defaults.wall_ms = 0;
         o->network_max = XB_NET_OPEN;
         o->network_deny = a->net_deny;
@@ -342,6 +345,12 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         r = xb_err_msg(err, ERANGE, "at least a second");
                 break;
         }
+        case O_DRAIN_TIMEOUT:
+                r = parse_seconds(arg, &o->drain_timeout_ms, err);
+                if (!r && o->drain_timeout_ms > 3600 * 1000)
+                        r = xb_err_msg(err, ERANGE, "at most an hour (1h)");
+                break;
+        case O_STOP_SANDBOXES: o->stop_sandboxes = true; break;
         case O_AUDIT_MAX:
                 r = xb_parse_u64(arg, &v, err);
                 if (!r && (v < 1 || v > 1000000))
@@ -410,6 +419,7 @@ unset(struct xb_server_args *a, enum xb_server_cmd cmd, int opt)
         switch (opt) {
         case O_NOAUTH: o->no_auth = cmd == XB_CMD_MCP; break;
         case O_POOL_PY: o->pool_python = false; break;
+        case O_STOP_SANDBOXES: o->stop_sandboxes = false; break;
         case O_GUIDE: o->require_guide = false; break;
         case O_FIXTURES: o->conformance_fixtures = false; break;
         case O_QUIET:

@@ -85,6 +85,15 @@ xb_core_stop(struct xb_core *c)
                 c->stopping = true;
 }
 
+void
+xb_core_drain(struct xb_core *c)
+{
+        if (!c)
+                return;
+        c->draining = true;
+        xb_timer_stop(&c->pool_timer);
+}
+
 static void
 drain_timeout(struct xb_timer *t)
 {

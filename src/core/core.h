@@ -110,6 +110,7 @@ struct xb_core {
         unsigned npaused;             /* registered sandboxes that are frozen */
         struct xb_timer pool_timer;
         bool stopping;
+        bool draining;                /* the daemon drains before it stops: no new sandboxes */
         uint64_t started_ms;
         struct xb_metrics m;
         uint8_t *rxbuf;               /* one init message at a time */
@@ -138,6 +139,9 @@ int xb_templates_open(struct xb_core *s, struct xb_err *err);
 void xb_templates_close(struct xb_core *s);
 /* No more sandboxes from here on (the daemon is stopping). */
 void xb_core_stop(struct xb_core *c);
+/* The daemon drains: creates fail with XB_E_SHUTTING_DOWN and the pool is
+ * not refilled, while the sandboxes and their work go on. */
+void xb_core_drain(struct xb_core *c);
 /* Kill every sandbox, run the loop until they are reaped (at most 5 s) and
  * free the core. Safe on NULL. */
 void xb_core_close(struct xb_core *c);
@@ -218,6 +222,14 @@ struct xb_sbx {
 /* Whether tenant (and x, if given) may take n more of the daemon's fds:
  * 0, or -EMFILE with err set (XB_E_FD_BUDGET). */
 int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned n, struct xb_err *err);
+
+/* Free space (and inodes) kept in the state directory, under which
+ * creates stop (space.c): the layer store there must never fill up. */
+#define XB_STATE_RESERVE (32u << 20)
+#define XB_STATE_RESERVE_INODES 256u
+/* 0, or -ENOSPC with err set (XB_E_SANDBOX_UNAVAILABLE, 503) while the
+ * state directory has less than its reserve free. */
+int xb_space_check(struct xb_core *s, struct xb_err *err);
 /* Check, then count n fds held by x for its tenant; release them later. */
 int xb_fds_charge(struct xb_sbx *x, unsigned n, struct xb_err *err);
 void xb_fds_release(struct xb_sbx *x, unsigned n);

@@ -24,12 +24,13 @@ void
 xb_pool_fill(struct xb_core *s)
 {
         /* One per tick: a burst of creations must not stall requests. */
-        if (s->stopping || s->npool >= s->o.pool_size ||
+        if (s->stopping || s->draining || s->npool >= s->o.pool_size ||
             s->nsandboxes + s->npool >= s->o.max_sandboxes)
                 return;
         {
                 struct xb_err err = { 0 };
-                struct xb_sbx *x = xb__sbx_start(s, &s->o.defaults, NULL, 0, NULL, &err);
+                struct xb_sbx *x = xb_space_check(s, &err) < 0 ? NULL
+                                                                 : xb__sbx_start(s, &s->o.defaults, NULL, 0, NULL, &err);
 
                 if (!x) {
                         xb_warn("pool: %s", err.msg);
@@ -104,7 +105,8 @@ create_error(struct xb_err *err)
         else if (err->code == EAGAIN)
                 err->ecode = XB_E_TOO_MANY_SANDBOXES;
         else if (err->code == EMFILE || err->code == ENFILE || err->code == ENOMEM || err->code == ENOSPC ||
-                 err->code == ENOBUFS || err->code == EEXIST || err->code == EBUSY)
+                 err->code == ENOBUFS || err->code == EEXIST || err->code == EBUSY || err->code == EDQUOT ||
+                 err->code == EROFS)
                 err->ecode = XB_E_SANDBOX_UNAVAILABLE;   /* the host is short of something: 503, retry */
         else
                 err->ecode = XB_E_SANDBOX_FAILED;
@@ -148,6 +150,10 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
         struct xb_tenant_metrics *tm = xb_metrics_tenant(&s->m, tenant);
         uint64_t t0 = xb_mono_us();
 
+        if (s->draining || s->stopping)
+                return xb_err_code(err, XB_E_SHUTTING_DOWN, ESHUTDOWN, NULL,
+                                   "the server is stopping (it drains the requests in flight) and makes no new "
+                                   "sandboxes");
         if (s->nsandboxes >= s->o.max_sandboxes)
                 return xb_err_code(err, XB_E_TOO_MANY_SANDBOXES, EAGAIN,
                                    NULL, "the server runs %u sandboxes, its limit; delete some first", s->nsandboxes);
@@ -155,6 +161,8 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
                 return -EMFILE;
         if (xb_quota_check_create(s, tenant, l, err) < 0)
                 return -EAGAIN;
+        if (xb_space_check(s, err) < 0)
+                return -ENOSPC;
         if (!root && pool_fits(s, l, nbinds)) {
                 struct xb_err ignored = { 0 };
 

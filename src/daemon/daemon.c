@@ -138,6 +138,35 @@ tenant_metrics(struct xb_server *s)
         return 0;
 }
 
+static void drain_tick(struct xb_timer *t);
+
+/* The drain is over when no request is in flight, or at its deadline. */
+static void
+drain_check(struct xb_server *s)
+{
+        unsigned n = xb_http_inflight(s->http);
+
+        if (n && xb_now_ms() < s->drain_deadline_ms) {
+                xb_timer_start(s->loop, &s->drain_timer, 20, drain_tick, s);
+                return;
+        }
+        if (n)
+                xb_warn("drain: %u requests still in flight after %llu ms; stopping", n,
+                        (unsigned long long)s->o.drain_timeout_ms);
+        else
+                xb_info("drain: no request in flight; stopping");
+        xb_loop_stop(s->loop);
+}
+
+static void
+drain_tick(struct xb_timer *t)
+{
+        drain_check(t->data);
+}
+
+/* A first SIGTERM or SIGINT drains: /readyz says so (still 200), creates
+ * get 503, requests in flight finish, for at most --drain-timeout. A
+ * second one, or SIGHUP, stops at once. */
 static void
 on_signal(struct xb_io *io, uint32_t events)
 {
@@ -146,9 +175,25 @@ on_signal(struct xb_io *io, uint32_t events)
 
         (void)events;
         while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                bool drain = !s->draining && !s->stopping && si.ssi_signo != SIGHUP && s->o.drain_timeout_ms &&
+                             s->http;
+
+                if (drain) {
+                        xb_info("signal %u: draining (at most %llu ms; a second signal stops at once)",
+                                si.ssi_signo, (unsigned long long)s->o.drain_timeout_ms);
+                        s->draining = true;
+                        s->drain_deadline_ms = xb_now_ms() + s->o.drain_timeout_ms;
+                        xb_core_drain(s->core);
+                        if (s->notify)
+                                xb_notify_send(s->notify, "STOPPING=1\nSTATUS=draining: requests in flight "
+                                               "finish, creates get 503", 0);
+                        drain_check(s);
+                        continue;
+                }
                 if (!s->stopping)
                         xb_info("signal %u: stopping", si.ssi_signo);
                 s->stopping = true;
+                xb_timer_stop(&s->drain_timer);
                 xb_loop_stop(s->loop);
         }
 }
@@ -361,6 +406,21 @@ xb_server_run(struct xb_server *s)
         return 0;
 }
 
+/* What becomes of the sandboxes at exit: the one place that decides.
+ * --stop-sandboxes deletes every one. Without it they are meant to stay
+ * for the next daemon with the same state dir; until it can re-adopt
+ * them they are deleted too, as before. Either way the engine goes. */
+static void
+exit_sandboxes(struct xb_server *s)
+{
+        unsigned n = s->core ? s->core->nsandboxes : 0;
+
+        if (n)
+                xb_info("deleting %u sandboxes%s", n, s->o.stop_sandboxes ? " (--stop-sandboxes)" : "");
+        xb_core_close(s->core);
+        s->core = NULL;
+}
+
 void
 xb_server_close(struct xb_server *s)
 {
@@ -378,7 +438,8 @@ xb_server_close(struct xb_server *s)
         s->mcp = NULL;
         xb_e2b_free(s->e2b);
         s->e2b = NULL;
-        xb_core_close(s->core);
+        xb_timer_stop(&s->drain_timer);
+        exit_sandboxes(s);
         if (s->sigfd >= 0)
                 close(s->sigfd);
         xb_loop_free(s->loop);
@@ -415,8 +476,10 @@ xb_server_main(const struct xb_server_opts *opts)
         }
         snprintf(status, sizeof(status), "listening on %s", xb_http_url(s->http));
         xb_notify_ready(&n, s->loop, status);
+        s->notify = &n;
         rc = xb_server_run(s) < 0 ? 1 : 0;
         xb_notify_stopping(&n);
+        s->notify = NULL;
         xb_server_close(s);
         return rc;
 }

@@ -11,6 +11,8 @@
 #include "rest/rest.h"
 #include "transport/http.h"
 
+struct xb_notify;
+
 struct xb_server_opts {
         const char *listen;           /* default 127.0.0.1:8000 */
         const char *state_dir;
@@ -57,7 +59,12 @@ struct xb_server_opts {
         uint32_t mount_uid, mount_gid;
         uint64_t paused_ttl_ms;       /* --paused-ttl: default and most of a sandbox's paused_ttl_s */
         uint64_t max_lifetime_ms;     /* --max-lifetime: default and most of its max_lifetime_s */
+        uint64_t drain_timeout_ms;    /* --drain-timeout: SIGTERM waits this long for requests in flight */
+        bool stop_sandboxes;          /* --stop-sandboxes: delete every sandbox at exit */
 };
+
+/* SIGTERM waits this long for the requests in flight, streams included. */
+#define XB_DRAIN_TIMEOUT_DEFAULT_MS 30000
 
 struct xb_server {
         struct xb_server_opts o;
@@ -77,6 +84,10 @@ struct xb_server {
         int sigfd;
         struct xb_io sig_io;
         bool stopping;
+        bool draining;                /* a first SIGTERM: requests in flight finish, creates get 503 */
+        uint64_t drain_deadline_ms;
+        struct xb_timer drain_timer;
+        struct xb_notify *notify;     /* the service manager, while xb_server_main runs */
         bool token_generated;         /* the token was made and saved at this start */
 };
 

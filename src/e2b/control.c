@@ -241,7 +241,7 @@ create_status(const struct xb_err *err)
         switch (err->ecode) {
         case XB_E_TOO_MANY_SANDBOXES: case XB_E_OVER_QUOTA: return 429;
         case XB_E_OVER_CEILING: return 400;
-        case XB_E_NOMEM: return 503;
+        case XB_E_NOMEM: case XB_E_SHUTTING_DOWN: case XB_E_SANDBOX_UNAVAILABLE: return 503;
         case XB_E_NETWORK_FORBIDDEN: return 403;
         case XB_E_INVALID: case XB_E_INVALID_METADATA: case XB_E_METADATA_TOO_LARGE: case XB_E_INVALID_NETWORK:
                 return 400;

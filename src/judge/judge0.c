@@ -15,6 +15,7 @@
 #include "base/base64.h"
 #include "base/cleanup.h"
 #include "ops/jsonv.h"
+#include "core/core.h"
 #include "judge/judge.h"
 
 #define SUBS_MAX 4096
@@ -440,6 +441,17 @@ sub_parse(struct xb_req *r, json_t *body, bool b64, json_t **ret_err)
         return s;
 }
 
+/* A draining server (SIGTERM) takes no new submissions: 503, as creates. */
+static bool
+refuse_draining(struct xb_req *r)
+{
+        if (!((struct xb_core *)xb_req_route_data(r))->draining)
+                return false;
+        judge0_error(r, 503, NULL, "the server is stopping (it drains the requests in flight) and takes no new "
+                     "submissions; retry against another instance");
+        return true;
+}
+
 static void
 submissions_post(struct xb_req *r)
 {
@@ -451,6 +463,8 @@ submissions_post(struct xb_req *r)
         const char *b = xb_req_body(r, &len);
         struct sub *s;
 
+        if (refuse_draining(r))
+                return;
         if (xb_jsonv_parse(b, len, &body, &err) < 0) {
                 judge0_error(r, 400, NULL, err.msg);
                 return;
@@ -496,6 +510,8 @@ batch_post(struct xb_req *r)
         const char *b = xb_req_body(r, &len);
         json_t *list, *one, *out;
 
+        if (refuse_draining(r))
+                return;
         if (xb_jsonv_parse(b, len, &body, &err) < 0) {
                 judge0_error(r, 400, NULL, err.msg);
                 return;

@@ -237,7 +237,11 @@ execute_done(void *ctx, const struct xb_judge_outcome *o)
                 return;
         }
         if (o->err) {
-                xb_reply_json(p->r, 500, json_pack("{s:s}", "message", o->err->msg));
+                /* The server short of something, or draining: 503, retry. */
+                bool later = o->err->ecode == XB_E_SHUTTING_DOWN || o->err->ecode == XB_E_SANDBOX_UNAVAILABLE ||
+                             o->err->ecode == XB_E_NOMEM;
+
+                xb_reply_json(p->r, later ? 503 : 500, json_pack("{s:s}", "message", o->err->msg));
                 free(p);
                 return;
         }

@@ -724,6 +724,7 @@ mcp_get(struct xb_req *r)
         s->get_stream = xb_reply_stream(r, 200, "text/event-stream", get_gone, s);
         if (s->get_stream) {
                 s->get_req = r;
+                xb_req_set_listener(r);
                 xb_timer_start(s->loop, &s->keepalive, KEEPALIVE_MS, sess_keepalive, s);
         }
 }

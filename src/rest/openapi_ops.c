@@ -116,9 +116,12 @@ const struct xb_op_def xb_op_defs[] = {
           .summary = "Liveness: the server answers.",
           .reply = JSON_REPLY("Alive.", OBJ_OPEN("\"status\": {\"type\": \"string\", \"enum\": [\"ok\"]}", "\"status\"")) },
         { .method = "GET", .path = "/readyz", .id = "readyz", .tag = "meta",
-          .summary = "Readiness: the server takes new work.", .errors = "503",
-          .reply = JSON_REPLY("Ready.", OBJ_OPEN(
-                  "\"status\": {\"type\": \"string\", \"enum\": [\"ready\"]}, \"sandboxes\": {\"type\": \"integer\"}, "
+          .summary = "Readiness: the server takes new work, or drains (still 200) before it stops.",
+          .errors = "503",
+          .reply = JSON_REPLY("Ready, or draining: requests in flight finish, creates get 503.", OBJ_OPEN(
+                  "\"status\": {\"type\": \"string\", \"enum\": [\"ready\", \"draining\"]}, "
+                  "\"draining\": {\"type\": \"boolean\", \"description\": \"Only while draining, true.\"}, "
+                  "\"sandboxes\": {\"type\": \"integer\"}, "
                   "\"pool_ready\": {\"type\": \"integer\"}, \"pool_target\": {\"type\": \"integer\"}, "
                   "\"cgroups\": {\"type\": \"string\", \"description\": \"Which cgroup hierarchy is in use.\"}",
                   "\"status\", \"sandboxes\", \"pool_ready\", \"pool_target\", \"cgroups\"")) },

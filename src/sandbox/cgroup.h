@@ -42,8 +42,11 @@ struct xb_cgroup;      /* one sandbox's group, in every hierarchy */
 
 /* Detect the cgroup layout and open each hierarchy's root. Groups are
  * named "<prefix>-<name>" directly under the roots: no parent group to
- * create per run or to leave behind. mode XB_CG_AUTO picks v2 when it has
- * the memory, pids and cpu controllers, else v1. */
+ * create per run or to leave behind. On pure v2, a process in a delegated
+ * group (systemd's Delegate=yes) or at a cgroup namespace's root uses that
+ * group as its root instead, and moves itself to its leaf <own>/daemon
+ * (cgroup_v2.c). mode XB_CG_AUTO picks v2 when it has the memory, pids and
+ * cpu controllers, else v1. */
 int xb_cgroup_sys_open(enum xb_cgroup_mode mode, const char *prefix,
                        struct xb_cgroup_sys **ret, struct xb_err *err);
 void xb_cgroup_sys_close(struct xb_cgroup_sys *sys);

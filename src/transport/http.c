@@ -416,6 +416,8 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_Re
                 return;
         }
         r->complete = true;
+        if (!r->listener)
+                r->http->inflight--;
         http_access_end(r, (int)toe);
         cb = r->on_gone;
         r->on_gone = NULL;
@@ -511,6 +513,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                         return MHD_NO;
                 *con_cls = r;
                 r->http = h;
+                h->inflight++;
                 r->conn = conn;
                 r->sink_fd = -1;
                 r->tenant = -1;
@@ -759,6 +762,21 @@ xb_http_stop(struct xb_http *h)
         if (h->unix_path[0])
                 unlink(h->unix_path);
         free(h);
+}
+
+void
+xb_req_set_listener(struct xb_req *r)
+{
+        if (!r->listener && !r->complete) {
+                r->listener = true;
+                r->http->inflight--;
+        }
+}
+
+unsigned
+xb_http_inflight(const struct xb_http *h)
+{
+        return h ? h->inflight : 0;
 }
 
 const char *

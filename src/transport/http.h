@@ -110,6 +110,12 @@ int xb_http_start(struct xb_loop *l, const struct xb_http_opts *o, const struct 
 void xb_http_stop(struct xb_http *h);
 /* "http://127.0.0.1:8000" or "unix:/path". */
 const char *xb_http_url(const struct xb_http *h);
+/* Requests begun and not yet complete (streams included, listeners not);
+ * 0 on NULL. A drain waits for them. */
+unsigned xb_http_inflight(const struct xb_http *h);
+/* r is a stream that only listens (MCP's standalone notification stream):
+ * it has no work of its own to finish, so a drain does not wait for it. */
+void xb_req_set_listener(struct xb_req *r);
 bool xb_http_is_loopback(const char *listen);
 
 /* Request accessors. Strings live as long as the request. */

@@ -50,6 +50,7 @@ struct xb_http {
         uint64_t auth_missing, auth_invalid;
         uint32_t boot_tag;            /* request ids: this start's tag, then a count */
         uint64_t nrequests;
+        unsigned inflight;            /* requests begun and not yet completed (the drain waits for them) */
 };
 
 struct xb_req {
@@ -65,6 +66,7 @@ struct xb_req {
         enum xb_req_phase phase;
         int tenant;
         bool suspended, replied, dispatched, complete;
+        bool listener;                /* xb_req_set_listener: not counted in flight */
         bool too_large;               /* the body passed body_max: 413 at the end */
         bool may_hold;                /* a body follows, no Expect: 100-continue, within DRAIN_MAX */
         struct MHD_Response *held;    /* an early reply, queued once the body is drained */

@@ -506,6 +506,11 @@ def start_server(execbox: str, base_dir: str, *args: str, tokens: list[str] | No
         argv.append("--no-auth")
     if pool is not None and "--pool" not in given:
         argv += ["--pool", str(pool)]
+    # A first SIGTERM drains (30 s by default): the suites' servers drain
+    # briefly, so that teardown and the shutdown tests with requests still
+    # in flight stay quick. test_drain.py sets its own.
+    if "--drain-timeout" not in given:
+        argv += ["--drain-timeout", "2s"]
     before = HostSnapshot.take()
     proc = launch(execbox, state_dir, argv, env=env if env is not None else server_env())
     deadline = time.monotonic() + START_TIMEOUT

@@ -301,7 +301,8 @@ SERVE_BAD = [("--pool", "5000"), ("--pool", "x"), ("--max-sandboxes", "0"), ("--
              ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
              ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b"), ("--output-budget", "1M"),
              ("--network-max", "lots"), ("--network-deny", "bad host!"), ("--package-source", "ftp://x"),
-             ("--dns-server", "nowhere"), ("--network-connections", "0"), ("--network-rate", "x")]
+             ("--dns-server", "nowhere"), ("--network-connections", "0"), ("--network-rate", "x"),
+             ("--drain-timeout", "x")]
 MCP_BAD = [("--pool", "500"), ("--memory", "lots"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"),
            ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"), ("--cgroup-prefix", "")]
 # Long options of each command, to know which abbreviations are unique.
@@ -314,7 +315,8 @@ NAMES = {
               "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota", "layers", "store-size", "mount-owner", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
               "require-guide",
               "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
-              "dns-server", "network-connections", "network-rate", "paused-ttl", "max-lifetime", "help"],
+              "dns-server", "network-connections", "network-rate", "paused-ttl", "max-lifetime", "drain-timeout",
+              "stop-sandboxes", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus",
             "max-disk", "allow-mount", "conformance-fixtures",
             "cgroup", "cgroup-prefix", "verbose", "help"],

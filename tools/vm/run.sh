@@ -17,7 +17,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 TCG_TESTS="tests/integration/test_resources.py tests/integration/test_lifecycle.py
 tests/integration/test_posture.py tests/integration/test_escape.py
 tests/integration/test_server_api.py tests/integration/test_server_ops.py
-tests/integration/test_leakcheck.py"
+tests/integration/test_leakcheck.py tests/integration/test_cgroup_delegation.py"
 # ...less two whose time bounds assume native speed (under TCG an exec takes
 # over 100 ms, and an inode flood over 20 s): both pass or fail on timing only.
 TCG_DESELECT="--deselect tests/integration/test_server_ops.py::test_metrics_is_prometheus_text
