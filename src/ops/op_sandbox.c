@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/quota.h"
 #include "core/templates.h"
+#include "ops/op_tmpl.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -306,6 +307,11 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         x->paused_ttl_ms = paused_ttl;
         x->max_lifetime_ms = life;
         xb_sbx_arm(x);
+        /* A start command: the answer waits for its readiness. */
+        if (t && t->start_cmd && !(c = xb_op_tstart_call(s, tenant, t, c))) {
+                xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
+                return;
+        }
         create_answer(x, c);
 }
 
