@@ -290,7 +290,7 @@ step_done(struct build *b, json_t *res, const struct xb_err *err)
                 finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED,
                             "step %zu of %zu (%s) failed: %s %lld; the end of its output:\n%s", b->cur + 1,
                             b->nsteps, label ? label : "", status && strcmp(status, "exit_nonzero") ? status : "exit code",
-                            (long long)code, b->tail);
+                            (long long)code, b->ntail ? b->tail : "(none)");
                 return;
         }
         b->cur++;
@@ -536,15 +536,17 @@ parse_start(json_t *spec, struct xb_err *err)
         if (!json_is_object(st))
                 return xb_err_msg(err, EINVAL, "`start` must be {\"cmd\": \"...\", \"ready\": {\"port\": 8000}}");
         if ((r = xb_jsonv_fields(st, fields, err)) < 0 || (r = xb_jsonv_str(st, "cmd", 65536, &cmd, err)) < 0 ||
-            (r = xb_jsonv_uint(st, "timeout_s", 1, 600, &tmo, err)) < 0)
+            (r = xb_jsonv_seconds(st, "timeout_s", 1, 600, &tmo, err)) < 0)
                 return r;
         if (!cmd || !*cmd)
                 return xb_err_msg(err, EINVAL, "`start.cmd` is required: the command to run at create");
+        if (tmo)
+                json_object_set_new(st, "timeout_s", json_integer((json_int_t)((tmo + 999) / 1000)));
         ready = json_object_get(st, "ready");
         if (ready && !json_is_null(ready)) {
                 if (!json_is_object(ready) || (r = xb_jsonv_fields(ready, rfields, err)) < 0 ||
                     (r = xb_jsonv_uint(ready, "port", 1, 65535, &port, err)) < 0 ||
-                    (r = xb_jsonv_str(ready, "file", 4096, &file, err)) < 0 || (!port == !file) ||
+                    (r = xb_jsonv_str(ready, "file", 4096, &file, err)) < 0 || (port && file) ||
                     (file && file[0] != '/'))
                         return xb_err_msg(err, EINVAL, "`start.ready` must be {\"port\": N} or {\"file\": "
                                           "\"/absolute/path\"}");
@@ -629,7 +631,7 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         /* The build sandbox: root, the template's env, packages egress for apt. */
         cargs = json_pack("{s:s,s:s,s:o,s:i}", "template", from ? from : "base", "user", "root", "env", env_of(b),
                           "timeout_s", 3600);
-        if (cargs && json_object_get(spec, "limits"))
+        if (cargs && json_is_object(json_object_get(spec, "limits")))
                 json_object_set(cargs, "limits", json_object_get(spec, "limits"));
         if (cargs && b->nsteps && b->steps[0].kind == STEP_APT)
                 json_object_set_new(cargs, "network", json_string("packages"));
