@@ -172,6 +172,7 @@ struct xb_sbx {
         struct xb_template *tmpl;     /* the template it holds a reference on, or NULL */
         char **env;                   /* sandbox-wide "K=V" set at creation */
         char *cwd;                    /* commands' default cwd (its template's workdir), or NULL */
+        bool own_root;                /* its lowers are a whole root (templates.h: rootfs) */
         json_t *metadata;
         uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic; expires_ms: the idle clock's end */
         uint64_t paused_ttl_ms, paused_until_ms;   /* how long it may stay paused, and till when */

@@ -117,6 +117,8 @@ xb_template_json(const struct xb_template *t)
                       (json_int_t)t->created_unix_ms, "in_use", (int)t->refs, "builtin", 0);
         if (j && start)
                 json_object_set_new(j, "start", start);
+        if (j && t->rootfs)
+                json_object_set_new(j, "rootfs", json_true());
         return j;
 }
 
@@ -204,6 +206,7 @@ load_one(struct xb_core *s, const char *file)
                                 n++;
         }
         t->uid = !strcmp(user, "root") ? 0 : XB_USER_UID;
+        t->rootfs = json_is_true(json_object_get(j, "rootfs"));
         if (workdir && workdir[0] == '/')
                 t->workdir = strdup(workdir);
         if (json_is_object(start) && json_is_string(json_object_get(start, "cmd"))) {
@@ -388,6 +391,7 @@ xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **re
         t->uid = x->uid;
         if (x->cwd)
                 t->workdir = strdup(x->cwd);
+        t->rootfs = x->own_root;
         t->tenant = x->tenant;
         t->created_unix_ms = unix_ms();
         snprintf(t->parent, sizeof(t->parent), "%s", x->id);
@@ -410,6 +414,32 @@ xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **re
         s->m.snapshots++;
         s->m.layers_created++;
         xb_hist_observe(&s->m.snapshot_duration, xb_mono_us() - t0);
+        *ret = t;
+        return 0;
+}
+
+int
+xb_template_create(struct xb_core *s, const char *name, int tenant, char *const *layers, bool rootfs,
+                   struct xb_template **ret, struct xb_err *err)
+{
+        struct xb_template *t = calloc(1, sizeof(*t));
+        int r;
+
+        if (!t || !(t->layers = strv_dup(layers, &t->nlayers))) {
+                free(t);
+                return xb_err_set(err, ENOMEM, "template");
+        }
+        snprintf(t->name, sizeof(t->name), "%s", name);
+        t->uid = XB_USER_UID;
+        t->rootfs = rootfs;
+        t->tenant = tenant;
+        t->created_unix_ms = unix_ms();
+        if ((r = xb_template_save(s, t)) < 0) {
+                template_free(t);
+                return xb_err_set(err, -r, "save template %s", name);
+        }
+        t->next = s->templates;
+        s->templates = t;
         *ret = t;
         return 0;
 }
@@ -451,6 +481,7 @@ xb_template_attach(struct xb_sbx *x, struct xb_template *t)
         t->refs++;
         free(x->cwd);
         x->cwd = t->workdir ? strdup(t->workdir) : NULL;
+        x->own_root = t->rootfs;
         return 0;
 }
 
@@ -532,7 +563,8 @@ xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *extra_env, uint64_t 
                 goto out;
         for (; started < n; started++) {
                 struct xb_root_spec root = { .kind = XB_UPPER_DISK, .from = f.names[started], .adopt = true,
-                                             .lowers = (const char *const *)parent->lowers, .user = parent->uid };
+                                             .lowers = (const char *const *)parent->lowers, .user = parent->uid,
+                                             .own_root = parent->own_root };
                 char **env = strv_cat(parent->env, extra_env);
                 struct xb_sbx *x;
 
@@ -546,6 +578,7 @@ xb_sbx_fork(struct xb_sbx *parent, unsigned n, char *const *extra_env, uint64_t 
                         break;
                 }
                 x->uid = parent->uid;
+                x->own_root = parent->own_root;
                 if (parent->tmpl && xb_template_attach(x, parent->tmpl) < 0) {
                         xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
                         r = xb_err_set(err, ENOMEM, "fork");

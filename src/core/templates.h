@@ -20,6 +20,7 @@
  * digest, so equal content is one layer. */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -40,7 +41,8 @@ struct xb_template {
         char *start_cmd;              /* run at create (background), or NULL */
         uint16_t ready_port;          /* create waits till it listens on this port (0: no) */
         char *ready_file;             /* or till this file exists (NULL: no) */
-        unsigned ready_timeout_s;     /* how long create waits (0: the default) */
+        unsigned ready_timeout_s;
+        bool rootfs;                  /* its layers are a whole root: no host lowers (mmdebstrap, OCI) */     /* how long create waits (0: the default) */
         char parent[32];              /* the sandbox it was taken from */
         uint64_t created_unix_ms;
         int tenant;
@@ -58,6 +60,9 @@ json_t *xb_template_json(const struct xb_template *t);
 json_t *xb_templates_json(struct xb_core *s, int tenant);
 /* Snapshot x as template name. */
 int xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **ret, struct xb_err *err);
+/* A new template name of tenant over layers (top first), saved. */
+int xb_template_create(struct xb_core *s, const char *name, int tenant, char *const *layers, bool rootfs,
+                       struct xb_template **ret, struct xb_err *err);
 /* Persist t after its metadata changed (a build sets it). */
 int xb_template_save(struct xb_core *s, const struct xb_template *t);
 /* Delete t: refused (XB_E_TEMPLATE_IN_USE) while a sandbox holds it. */

@@ -277,7 +277,8 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 uint32_t uid = user ? (!strcmp(user, "root") ? 0 : XB_USER_UID) : t ? t->uid : XB_USER_UID;
                 struct xb_root_spec root = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY,
                                              .lowers = t ? (const char *const *)t->layers : NULL,
-                                             .nlowers = t ? t->nlayers : 0, .user = uid };
+                                             .nlowers = t ? t->nlayers : 0, .user = uid,
+                                             .own_root = t && t->rootfs };
                 /* The base and the pool, unless the layers or the workspaces' owner differ. */
                 bool plain = !t && (uid == XB_USER_UID || !nbinds);
 

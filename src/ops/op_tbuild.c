@@ -20,6 +20,7 @@
 
 #include "base/cleanup.h"
 #include "core/core.h"
+#include "core/rootfs.h"
 #include "core/templates.h"
 #include "ops/jsonv.h"
 #include "ops/op_tmpl.h"
@@ -30,8 +31,8 @@
 #define STEP_TIMEOUT_DEFAULT_S 600
 #define TAIL_MAX 2048
 
-enum step_kind { STEP_APT, STEP_FILE, STEP_RUN };
-static const char *const kind_names[] = { "apt", "file", "run" };
+enum step_kind { STEP_APT, STEP_FILE, STEP_RUN, STEP_ROOTFS };
+static const char *const kind_names[] = { "apt", "file", "run", "rootfs" };
 
 struct step {
         enum step_kind kind;
@@ -52,6 +53,7 @@ struct build {
         struct step *steps;
         size_t nsteps, cur;           /* cur: the running step (0-based) */
         char sbx[XB_SANDBOX_ID_LEN + 1];
+        char from[XB_TEMPLATE_NAME_MAX + 1];   /* the template the build sandbox starts from */
         char tail[TAIL_MAX + 1];      /* the end of the current step's output */
         size_t ntail;
         json_t *error;                /* {code, message} once failed */
@@ -322,6 +324,66 @@ env_of(struct build *b)
 }
 
 static void snapshot_done(struct build *b, json_t *res, const struct xb_err *err);
+static void create_sandbox(struct build *b);
+
+/* The layer of a clean Debian root: one per suite (and mirror), shared by
+ * every build from it, as the template debian-SUITE. */
+static void
+rootfs_made(void *data, const char *layer, const struct xb_err *err)
+{
+        struct build *b = data;
+        struct xb_template *t;
+        struct xb_err e2 = { 0 };
+        char *layers[] = { (char *)layer, NULL };
+
+        if (!layer) {
+                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (rootfs: mmdebstrap %s) failed: %s",
+                            b->cur + 1, b->nsteps, b->steps[b->cur].arg, err->msg);
+                return;
+        }
+        if (!xb_template_find(b->core, b->from, b->tenant) &&
+            xb_template_create(b->core, b->from, b->tenant, layers, true, &t, &e2) < 0) {
+                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (rootfs) failed: %s", b->cur + 1,
+                            b->nsteps, e2.msg);
+                return;
+        }
+        b->cur++;
+        create_sandbox(b);
+}
+
+static void
+rootfs_step(struct build *b)
+{
+        const char *suite = b->steps[b->cur].arg;
+        char mirror[512] = "", layer[128];
+        struct xb_err err = { 0 };
+        unsigned long long h = 1469598103934665603ULL;
+
+        if (!xb_host_debian_mirror(mirror, sizeof(mirror))) {
+                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step 1 of %zu (rootfs) failed: the host has no Debian "
+                            "mirror in /etc/apt to build from", b->nsteps);
+                return;
+        }
+        for (const char *c = mirror; *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        snprintf(layer, sizeof(layer), "debian-%s-minbase-%08llx", suite, h & 0xffffffffULL);
+        if (xb_rootfs_layer_exists(b->core, layer)) {
+                rootfs_made(b, layer, NULL);
+                return;
+        }
+        {
+                /* unshare mode: its maintainer scripts run in a user namespace of their own. */
+                char *argv[] = { (char *)"/bin/sh", (char *)"-c",
+                                 (char *)"exec mmdebstrap --variant=minbase --mode=unshare --skip=output/dev "
+                                 "--customize-hook='chroot \"$1\" useradd -m -u 1000 -U -s /bin/bash user' "
+                                 "\"$0\" \"$XB_ROOTFS\" \"$1\"",
+                                 (char *)suite, mirror, NULL };
+
+                if (xb_rootfs_import(b->core, layer, argv, rootfs_made, b, &err) < 0)
+                        finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step 1 of %zu (rootfs) failed: %s", b->nsteps,
+                                    err.msg);
+        }
+}
 
 static void
 next_step(struct build *b)
@@ -345,6 +407,10 @@ next_step(struct build *b)
 
                 xb_call_event(b->client, "step", ev);
                 json_decref(ev);
+        }
+        if (st->kind == STEP_ROOTFS) {
+                rootfs_step(b);
+                return;
         }
         if (st->kind == STEP_FILE) {
                 /* As root (the file API writes as the sandbox's user). */
@@ -388,7 +454,6 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
         json_t *start = json_object_get(b->spec, "start");
         const char *user = json_string_value(json_object_get(b->spec, "user"));
         const char *wd = json_string_value(json_object_get(b->spec, "workdir"));
-        const char *fname = json_string_value(json_object_get(b->spec, "from"));
         struct xb_call *c = b->client;
 
         (void)res;
@@ -397,7 +462,7 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
                             err ? err->msg : "no template");
                 return;
         }
-        from = fname ? xb_template_find(s, fname, b->tenant) : NULL;
+        from = xb_template_find(s, b->from, b->tenant);
         t->uid = user ? (!strcmp(user, "root") ? 0 : XB_USER_UID) : from ? from->uid : XB_USER_UID;
         t->parent[0] = 0;
         if (wd) {
@@ -433,6 +498,24 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
                 return;
         }
         build_free(b);
+}
+
+static void
+create_sandbox(struct build *b)
+{
+        json_t *spec = b->spec, *cargs;
+        bool apt = false;
+
+        for (size_t i = 0; i < b->nsteps; i++)
+                apt |= b->steps[i].kind == STEP_APT;
+        /* The build sandbox: root, the template's env, packages egress for apt. */
+        cargs = json_pack("{s:s,s:s,s:o,s:i}", "template", b->from, "user", "root", "env", env_of(b),
+                          "timeout_s", 3600);
+        if (cargs && json_is_object(json_object_get(spec, "limits")))
+                json_object_set(cargs, "limits", json_object_get(spec, "limits"));
+        if (cargs && apt)
+                json_object_set_new(cargs, "network", json_string("packages"));
+        sub_run(b, "sandbox_create", cargs, created);
 }
 
 /* ---- the request ---- */
@@ -471,8 +554,6 @@ parse_steps(struct build *b, json_t *spec, struct xb_err *err)
         const char *k;
         size_t i;
 
-        if (!(b->steps = calloc(STEPS_MAX, sizeof(*b->steps))))
-                return xb_err_set(err, ENOMEM, "build");
         if (apt && !json_is_null(apt)) {
                 _cleanup_free_ char *all = NULL;
                 size_t len = 0;
@@ -564,8 +645,9 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         const char *name = NULL, *from = NULL, *wd = NULL, *user = NULL;
         char **env = NULL;
         uint64_t step_ms = STEP_TIMEOUT_DEFAULT_S * 1000;
-        struct build *b, *old;
-        json_t *cargs;
+        struct build *b, *old = NULL;
+        const char *rootfs_suite = NULL;
+        char from_name[XB_TEMPLATE_NAME_MAX + 1] = "";
 
         if (!spec) {
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
@@ -598,7 +680,26 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                               "building templates needs the disk layer store (serve --layers disk)");
                 return;
         }
-        if (from && strcmp(from, "base") && !xb_template_find(s, from, tenant)) {
+        if (from && !strncmp(from, "debian:", 7)) {
+                const char *suite = from + 7;
+                struct xb_template *dt;
+                char dname[XB_TEMPLATE_NAME_MAX + 1];
+
+                if (!*suite || strlen(suite) > 32 || strspn(suite, "abcdefghijklmnopqrstuvwxyz") != strlen(suite)) {
+                        xb_err_msg(&err, EINVAL, "`from`: a Debian suite is lower-case letters, such as "
+                                   "\"debian:bookworm\"");
+                        goto invalid;
+                }
+                snprintf(dname, sizeof(dname), "debian-%s", suite);
+                if ((dt = xb_template_find(s, dname, tenant)) && !dt->rootfs) {
+                        xb_call_failf(c, XB_E_TEMPLATE_EXISTS, NULL, "`%s` is a template of yours, not a clean "
+                                      "Debian root; rename it to build from %s", dname, from);
+                        return;
+                }
+                rootfs_suite = dt ? NULL : suite;
+                from = NULL;
+                snprintf(from_name, sizeof(from_name), "%s", dname);
+        } else if (from && strcmp(from, "base") && !xb_template_find(s, from, tenant)) {
                 xb_call_failf(c, XB_E_TEMPLATE_NOT_FOUND, NULL, "no template `%.64s` to build from", from);
                 return;
         }
@@ -614,11 +715,17 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         }
         b->core = s;
         b->tenant = tenant;
+        if (!(b->steps = calloc(STEPS_MAX, sizeof(*b->steps)))) {
+                free(b);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
         b->t0_ms = xb_now_ms();
         snprintf(b->name, sizeof(b->name), "%s", name);
+        snprintf(b->from, sizeof(b->from), "%s", from_name[0] ? from_name : from ? from : "base");
         b->next = *builds_head(s);
         *builds_head(s) = b;
-        if (parse_steps(b, spec, &err) < 0) {
+        if ((rootfs_suite && add_step(b, STEP_ROOTFS, rootfs_suite, NULL) < 0) || parse_steps(b, spec, &err) < 0) {
                 build_free(b);
                 goto invalid;
         }
@@ -628,14 +735,10 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         xb_call_on_cancel(c, client_left, b);
         if (xb_call_wants_events(c))
                 xb_call_begin(c);
-        /* The build sandbox: root, the template's env, packages egress for apt. */
-        cargs = json_pack("{s:s,s:s,s:o,s:i}", "template", from ? from : "base", "user", "root", "env", env_of(b),
-                          "timeout_s", 3600);
-        if (cargs && json_is_object(json_object_get(spec, "limits")))
-                json_object_set(cargs, "limits", json_object_get(spec, "limits"));
-        if (cargs && b->nsteps && b->steps[0].kind == STEP_APT)
-                json_object_set_new(cargs, "network", json_string("packages"));
-        sub_run(b, "sandbox_create", cargs, created);
+        if (b->nsteps && b->steps[0].kind == STEP_ROOTFS)
+                next_step(b);
+        else
+                create_sandbox(b);
         return;
 invalid:
         err.ecode = XB_E_INVALID;

@@ -153,3 +153,41 @@ def test_start_command_that_never_gets_ready_fails_create(srv):
     srv.remove(sb["id"])
     for n in ("xb-slow", "xb-file"):
         drop(srv, n)
+
+
+# ---- a clean Debian root (mmdebstrap) ----
+
+@pytest.mark.skipif(not shutil.which("mmdebstrap"), reason="mmdebstrap is not installed (scripts/deps.sh)")
+def test_from_debian_suite_has_no_host_files(srv):
+    assert os.path.exists("/usr/bin/python3")   # the host has it; a clean minbase does not
+    t0 = time.monotonic()
+    r = build(srv, {"name": "xb-deb", "from": "debian:bookworm", "run": ["echo deb-step > /etc/xb-step"],
+                    "env": {"XB_D": "1"}}, timeout=900)
+    first = time.monotonic() - t0
+    expect(r, 201)
+    t = r.json()
+    assert t["rootfs"] is True and len(t["layers"]) == 2, t
+    # The clean root is a template of its own, which a second build reuses.
+    deb = srv.get("/v1/templates/debian-bookworm").json()
+    assert deb["rootfs"] is True and t["layers"][1:] == deb["layers"]
+    sid = srv.create(template="xb-deb")["id"]
+    out = ok(srv, sid, "cat /etc/debian_version /etc/xb-step; echo $XB_D; id -un; "
+                       "test -e /usr/bin/python3 && echo HOST-PYTHON || echo no-python; "
+                       "test -e /usr/lib/x86_64-linux-gnu/libjansson.so.4 && echo HOST-LIB || echo no-lib; "
+                       "grep -c . /var/lib/dpkg/status >/dev/null && dpkg-query -W python3 2>&1 | grep -c 'no packages'")
+    lines = out.split()
+    assert lines[0].startswith("12.") and lines[1:] == ["deb-step", "1", "user", "no-python", "no-lib", "1"], out
+    # Root inside can change its own root; a snapshot of it is still a whole root.
+    ok(srv, sid, "echo mine > /usr/local/xb-mine", user="root")
+    snap = expect(srv.post(f"/v1/sandboxes/{sid}/snapshot", {"name": "xb-deb-snap"}), 201).json()
+    assert snap["rootfs"] is True
+    s2 = srv.create(template="xb-deb-snap")["id"]
+    assert ok(srv, s2, "cat /usr/local/xb-mine; test -e /usr/bin/python3 || echo none").split() == ["mine", "none"]
+    t0 = time.monotonic()
+    expect(build(srv, {"name": "xb-deb2", "from": "debian:bookworm"}), 201)
+    assert time.monotonic() - t0 < max(15, first / 3)   # no second mmdebstrap
+    expect_error(build(srv, {"name": "x", "from": "debian:Bad1"}), 400, "invalid_request")
+    for x in (sid, s2):
+        srv.remove(x)
+    for n in ("xb-deb-snap", "xb-deb", "xb-deb2", "debian-bookworm"):
+        drop(srv, n)
