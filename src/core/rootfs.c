@@ -204,7 +204,7 @@ on_exit_cb(struct xb_io *io, uint32_t events)
 }
 
 int
-xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], xb_rootfs_done done, void *data,
+xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int in_fd, xb_rootfs_done done, void *data,
                  struct xb_err *err)
 {
         struct xb_rootfs_job *j;
@@ -233,7 +233,10 @@ xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], xb_ro
         envp[1] = (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin";
         envp[2] = NULL;
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (in_fd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+        else
+                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
         r = posix_spawn(&j->pid, argv[0], &fa, NULL, argv, envp);

@@ -379,7 +379,7 @@ rootfs_step(struct build *b)
                                  "\"$0\" \"$XB_ROOTFS\" \"$1\"",
                                  (char *)suite, mirror, NULL };
 
-                if (xb_rootfs_import(b->core, layer, argv, rootfs_made, b, &err) < 0)
+                if (xb_rootfs_import(b->core, layer, argv, -1, rootfs_made, b, &err) < 0)
                         finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step 1 of %zu (rootfs) failed: %s", b->nsteps,
                                     err.msg);
         }
@@ -639,7 +639,7 @@ static void
 op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "name", "from", "apt", "run", "env", "workdir", "user", "files",
-                                              "start", "limits", "timeout_s", NULL };
+                                              "start", "limits", "timeout_s", "oci", NULL };
         _cleanup_(xb_json_decrefp) json_t *spec = json_deep_copy(args);
         struct xb_err err = { 0 };
         const char *name = NULL, *from = NULL, *wd = NULL, *user = NULL;
@@ -709,6 +709,18 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         }
         if (old)
                 build_free(old);   /* a failed build of that name: replaced */
+        if (json_object_get(spec, "oci") && !json_is_null(json_object_get(spec, "oci"))) {
+                if (!json_is_string(json_object_get(spec, "oci")) || from || from_name[0] ||
+                    (json_object_get(spec, "apt") && !json_is_null(json_object_get(spec, "apt"))) ||
+                    (json_object_get(spec, "run") && !json_is_null(json_object_get(spec, "run"))) ||
+                    (json_object_get(spec, "files") && !json_is_null(json_object_get(spec, "files")))) {
+                        xb_err_msg(&err, EINVAL, "`oci` is the host path of an image archive, and an import "
+                                   "takes no `from`, `apt`, `run` or `files` (build on the imported template)");
+                        goto invalid;
+                }
+                xb_op_oci_import(s, tenant, spec, c);
+                return;
+        }
         if (!(b = calloc(1, sizeof(*b)))) {
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;

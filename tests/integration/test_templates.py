@@ -191,3 +191,207 @@ def test_from_debian_suite_has_no_host_files(srv):
         srv.remove(x)
     for n in ("xb-deb-snap", "xb-deb", "xb-deb2", "debian-bookworm"):
         drop(srv, n)
+
+
+# ---- imported from an OCI image archive ----
+
+def _mini_root(root):
+    """A tiny image root: bash, sh and a few tools with their libraries."""
+    import re
+    bins = ["/usr/bin/bash", "/usr/bin/dash", "/usr/bin/cat", "/usr/bin/ls", "/usr/bin/stat", "/usr/bin/id"]
+    libs = set()
+    for b in bins:
+        out = subprocess.run(["ldd", b], capture_output=True, text=True).stdout
+        libs.update(re.findall(r"(/\S+\.so[.\d]*)", out))
+    for d in ("usr/bin", "usr/lib", "usr/lib64", "etc", "srv/w"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
+        os.symlink(target, os.path.join(root, link))
+    for f in bins + sorted(libs):
+        dest = os.path.join(root, "usr", f.lstrip("/").removeprefix("usr/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy2(os.path.realpath(f), dest)
+    os.symlink("dash", os.path.join(root, "usr/bin/sh"))
+
+
+def _umoci(*args):
+    subprocess.run(["umoci", *args], check=True, capture_output=True)
+
+
+def _layer_names(layout):
+    """Every member name of every layer blob of the layout."""
+    import tarfile
+    names = []
+    for dirpath, _, files in os.walk(os.path.join(layout, "blobs")):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            try:
+                with tarfile.open(p) as t:
+                    names += t.getnames()
+            except tarfile.TarError:
+                pass
+    return names
+
+
+@pytest.fixture
+def oci_srv(server_factory, tmp_path):
+    d = tmp_path / "images"
+    d.mkdir()
+    return server_factory("--allow-mount", str(d), pool=0), d
+
+
+@pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+def test_import_oci_archive_with_whiteout_and_config(oci_srv, tmp_path):
+    srv, images = oci_srv
+    layout, bundle = str(tmp_path / "layout"), str(tmp_path / "bundle")
+    _umoci("init", "--layout", layout)
+    _umoci("new", "--image", f"{layout}:v1")
+    _umoci("unpack", "--image", f"{layout}:v1", bundle)
+    _mini_root(os.path.join(bundle, "rootfs"))
+    for n in ("gone.txt", "keep.txt"):
+        with open(os.path.join(bundle, "rootfs/etc", n), "w") as f:
+            f.write(n + "\n")
+    _umoci("repack", "--image", f"{layout}:v1", bundle)
+    shutil.rmtree(bundle)
+    _umoci("unpack", "--image", f"{layout}:v1", bundle)
+    os.unlink(os.path.join(bundle, "rootfs/etc/gone.txt"))
+    with open(os.path.join(bundle, "rootfs/srv/w/hello"), "w") as f:
+        f.write("hello from layer 2\n")
+    _umoci("repack", "--image", f"{layout}:v1", bundle)
+    shutil.rmtree(bundle)
+    _umoci("config", "--image", f"{layout}:v1", "--config.env", "XB_OCI=yes", "--config.workingdir", "/srv/w",
+           "--config.user", "1000", "--config.cmd", "/bin/sh", "--config.cmd", "-c",
+           "--config.cmd", "echo started > /tmp/oci-started; exec sleep 1000")
+    # The second layer deletes gone.txt with a whiteout: the positive control.
+    assert any(n.endswith(".wh.gone.txt") for n in _layer_names(layout))
+    archive = str(images / "img.tar")
+    subprocess.run(["tar", "-C", layout, "-cf", archive, "."], check=True)
+    r = build(srv, {"name": "xb-oci", "oci": archive})
+    expect(r, 201)
+    t = r.json()
+    assert t["rootfs"] is True and t["env"] == {"XB_OCI": "yes"} and t["workdir"] == "/srv/w", t
+    assert t["user"] == "user" and "oci-started" in t["start"]["cmd"], t
+    sid = srv.create(template="xb-oci")["id"]
+    out = ok(srv, sid, "pwd; id -u; echo $XB_OCI; cat hello /etc/keep.txt; test -e /etc/gone.txt && echo present || echo whited-out; "
+                       "for i in 1 2 3 4 5 6 7 8 9 10; do [ -e /tmp/oci-started ] && break; sleep 0.2; done; "
+                       "cat /tmp/oci-started; test -e /usr/bin/python3 || echo no-host-python")
+    assert out.split("\n")[:8] == ["/srv/w", "1000", "yes", "hello from layer 2", "keep.txt", "whited-out", "started",
+                                   "no-host-python"], out
+    # An archive path outside the allowed directories is refused.
+    outside = str(tmp_path / "img.tar")
+    shutil.copy(archive, outside)
+    expect_error(build(srv, {"name": "xb-oci2", "oci": outside}), 400, "invalid_mount")
+    expect_error(build(srv, {"name": "xb-oci2", "oci": archive, "run": ["true"]}), 400, "invalid_request")
+    srv.remove(sid)
+    drop(srv, "xb-oci")
+    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+
+
+def _evil_layout(root, host_target, mini, hardlink=False):
+    """An OCI layout by hand whose one layer tries ../, an absolute path, a
+    symlink out of the root, a hard link to a host file, a device node and a
+    setuid file, next to a harmless file (the control)."""
+    import hashlib
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        t.add(mini, arcname=".")
+
+        def reg(name, data=b"x\n", mode=0o644):
+            i = tarfile.TarInfo(name)
+            i.size, i.mode = len(data), mode
+            t.addfile(i, io.BytesIO(data))
+        reg("control.txt", b"control\n")
+        reg("../escape-dotdot.txt")
+        reg("/abs-escape.txt")
+        s = tarfile.TarInfo("lnk")
+        s.type, s.linkname = tarfile.SYMTYPE, host_target
+        t.addfile(s)
+        reg("lnk/pwned.txt")
+        if hardlink:
+            h = tarfile.TarInfo("hl")
+            h.type, h.linkname = tarfile.LNKTYPE, "/etc/hostname"
+            t.addfile(h)
+        d = tarfile.TarInfo("evil-mem")
+        d.type, d.devmajor, d.devminor, d.mode = tarfile.CHRTYPE, 1, 1, 0o666
+        t.addfile(d)
+        reg("suid-sh", open("/usr/bin/dash", "rb").read(), 0o4755)
+    layer = buf.getvalue()
+    os.makedirs(os.path.join(root, "blobs/sha256"))
+
+    def put(data):
+        dg = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(root, "blobs/sha256", dg), "wb") as f:
+            f.write(data)
+        return {"digest": "sha256:" + dg, "size": len(data)}
+    lb = put(layer)
+    cfg = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"User": "0"},
+                          "rootfs": {"type": "layers", "diff_ids": [lb["digest"]]}}).encode())
+    man = put(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                          "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
+                          "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lb}]}).encode())
+    with open(os.path.join(root, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **man,
+                                                     "annotations": {"org.opencontainers.image.ref.name": "evil"}}]}, f)
+    with open(os.path.join(root, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    return layer
+
+
+@pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
+    import io
+    import tarfile
+    srv, images = oci_srv
+    target = tmp_path / "host-target"
+    target.mkdir()
+    mini = str(tmp_path / "mini")
+    _mini_root(mini)
+    layout = str(tmp_path / "evil")
+    layer = _evil_layout(layout, str(target), mini)
+    # The attack is in the layer (the control for each check below).
+    with tarfile.open(fileobj=io.BytesIO(layer)) as t:
+        kinds = {m.name: m for m in t.getmembers()}
+    assert kinds["../escape-dotdot.txt"].isfile() and kinds["lnk"].issym() and kinds["evil-mem"].ischr()
+    assert kinds["suid-sh"].mode & 0o4000
+    archive = str(images / "evil.tar")
+    subprocess.run(["tar", "-C", layout, "-cf", archive, "."], check=True)
+    r = build(srv, {"name": "xb-evil", "oci": archive})
+    # Nothing was written outside the root, whatever the import said.
+    assert os.listdir(target) == []
+    for p in (tmp_path / "escape-dotdot.txt", "/escape-dotdot.txt", "/abs-escape.txt",
+              os.path.join(srv.state_dir, "escape-dotdot.txt")):
+        assert not os.path.exists(p), p
+    expect(r, 201)   # umoci clamps the paths into the root; the daemon scrubs the rest
+    if r.status_code == 201:
+        sid = srv.create(template="xb-evil")["id"]
+        out = ok(srv, sid, "cat /control.txt; test -e /evil-mem && echo DEVICE || echo no-device; "
+                           "stat -c %a /suid-sh; test -e /escape-dotdot.txt && echo clamped || echo dropped", user="user")
+        lines = out.split()
+        assert lines[:3] == ["control", "no-device", "755"], out
+        # The setuid copy gives a user nothing: nosuid and no bit.
+        r2 = sh(srv, sid, "/suid-sh -c 'id -u'", user="user")
+        assert r2["stdout"].strip() == "1000", r2
+        srv.remove(sid)
+        drop(srv, "xb-evil")
+    else:
+        expect_error(r, 422, "template_build_failed")
+    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+    # A hard link to a host file: refused (the link's target is looked up in the root).
+    hl = str(tmp_path / "evil-hl")
+    _evil_layout(hl, str(target), mini, hardlink=True)
+    archive_hl = str(images / "evil-hl.tar")
+    subprocess.run(["tar", "-C", hl, "-cf", archive_hl, "."], check=True)
+    r = build(srv, {"name": "xb-evil-hl", "oci": archive_hl})
+    expect_error(r, 422, "template_build_failed")
+    assert "hl" in r.json()["error"]["message"], r.json()
+    # A layout that carries a symlink (to read a host file into the image) is refused.
+    evil2 = str(tmp_path / "evil2")
+    shutil.copytree(layout, evil2, symlinks=True)
+    os.symlink("/etc/shadow", os.path.join(evil2, "blobs/sha256", "0" * 64))
+    archive2 = str(images / "evil2.tar")
+    subprocess.run(["tar", "-C", evil2, "-cf", archive2, "."], check=True)
+    r = build(srv, {"name": "xb-evil2", "oci": archive2})
+    expect_error(r, 422, "template_build_failed")
+    assert "links or special files" in r.json()["error"]["message"]
