@@ -149,6 +149,10 @@ xb_template_save(struct xb_core *s, const struct xb_template *t)
         json_object_del(j, "in_use");
         json_object_del(j, "builtin");
         json_object_del(j, "state");
+        if (json_is_null(json_object_get(j, "workdir")))
+                json_object_del(j, "workdir");
+        if (json_is_null(json_object_get(j, "parent")))
+                json_object_del(j, "parent");
         json_object_set_new(j, "tenant", json_integer(t->tenant));
         snprintf(path, sizeof(path), "%s/%s.json", s->templates_dir, t->name);
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
