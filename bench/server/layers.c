@@ -64,7 +64,7 @@ bench_big_template(struct conn *c, int rounds, int warm)
                         break;
                 sleep_ms(100);   /* its last sandbox's end is under way */
         }
-        printf("\n== 7b. create + first exec from a %d MiB template (built in %.1f s) against base, "
+        printf("\n== 7a. create + first exec from a %d MiB template (built in %.1f s) against base, "
                "%d interleaved rounds, --pool 0 ==\n", mb, build_ms / 1000, rounds);
         table_head();
         row("create + first exec + delete, the big template", lt, rounds);

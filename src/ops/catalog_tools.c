@@ -154,8 +154,12 @@ struct xb_tool xb_catalog_tools[] = {
                           "\"description\": \"Ready once this file exists.\"}}, \"required\": [\"port\", \"file\"], "
                           "\"additionalProperties\": false}, \"timeout_s\": {\"type\": [\"number\", \"null\"], "
                           "\"description\": \"How long create waits. null: 30.\"}}, \"required\": [\"cmd\", "
-                          "\"ready\", \"timeout_s\"], \"additionalProperties\": false}",
-                          "\"name\", \"from\", \"apt\", \"run\", \"env\", \"files\", \"workdir\", \"user\", \"start\""),
+                          "\"ready\", \"timeout_s\"], \"additionalProperties\": false}"
+                          ", \"oci\": {\"type\": [\"string\", \"null\"], \"description\": \"Instead of steps: "
+                          "import this OCI image archive (a host path below a directory the operator allowed "
+                          "with --allow-mount). null: build from steps.\"}",
+                          "\"name\", \"from\", \"apt\", \"run\", \"env\", \"files\", \"workdir\", \"user\", \"start\", "
+                          "\"oci\""),
         .output_json = J_TEMPLATE,
         .read_only = false, .destructive = false, .idempotent = false, .open_world = true,
         .rest = { "POST", "/v1/templates", XB_REPLY_JSON, 201,

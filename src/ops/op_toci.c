@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -245,7 +247,13 @@ open_archive(struct xb_core *s, const char *path, struct xb_err *err)
                 return xb_err_code(err, XB_E_INVALID_MOUNT, EACCES, NULL,
                                    "`oci` must name an image archive below a directory the operator allowed with "
                                    "--allow-mount");
-        fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        {
+                /* real has no symlink left: none may appear on the way now. */
+                struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+                                        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+
+                fd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how));
+        }
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 int e = fd < 0 ? errno : EINVAL;
 
