@@ -124,6 +124,34 @@ def test_failing_step_reports_index_exit_code_and_log(srv):
     expect(srv.delete("/v1/templates/xb-bad"), 204)
 
 
+def test_progress_while_building(srv):
+    import threading
+    done = {}
+
+    def post():
+        done["r"] = build(srv, {"name": "xb-slowbuild", "run": ["echo first", "echo second-step; sleep 3"]})
+    th = threading.Thread(target=post)
+    th.start()
+    seen = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and th.is_alive():
+        g = srv.get("/v1/templates/xb-slowbuild")
+        if g.status_code == 200 and g.json().get("progress", {}).get("step") == 2:
+            seen = g.json()
+            expect_error(build(srv, {"name": "xb-slowbuild", "run": ["true"]}), 409, "template_exists")
+            expect_error(srv.delete("/v1/templates/xb-slowbuild"), 409, "template_in_use")
+            break
+        time.sleep(0.1)
+    th.join()
+    assert seen and seen["state"] == "building" and seen["progress"]["steps"] == 2, seen
+    assert seen["progress"]["kind"] == "run" and seen["progress"]["sandbox_id"]
+    # The name is taken while it builds; listed with its state.
+    expect(done["r"], 201)
+    assert srv.get("/v1/templates/xb-slowbuild").json()["state"] == "ready"
+    assert "xb-slowbuild" in [t["name"] for t in srv.get("/v1/templates").json()["templates"]]
+    drop(srv, "xb-slowbuild")
+
+
 def test_build_arguments_are_checked(srv):
     for body, word in (({"run": ["true"]}, "name"), ({"name": "x1", "apt": ["Bad;rm"]}, "apt[0]"),
                        ({"name": "x1", "workdir": "rel"}, "workdir"),
