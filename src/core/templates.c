@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,30 @@ gc_upper(const char *name, void *data)
         xb_store_delete(s->eng->store, "sbx", name, NULL);
 }
 
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+        (void)st, (void)f;
+        return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* The layouts of OCI imports a crash interrupted (ops/op_toci.c). */
+static void
+gc_imports(const char *state_dir)
+{
+        _cleanup_closedir_ DIR *d = opendir(state_dir);
+        struct dirent *de;
+
+        while (d && (de = readdir(d))) {
+                char path[4400];
+
+                if (strncmp(de->d_name, "oci-", 4) || de->d_type != DT_DIR)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
+                nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        }
+}
+
 int
 xb_templates_open(struct xb_core *s, struct xb_err *err)
 {
@@ -294,6 +319,7 @@ xb_templates_open(struct xb_core *s, struct xb_err *err)
                         s->templates = t;
                 }
         }
+        gc_imports(s->o.state_dir);
         xb_store_list(s->eng->store, "sbx", gc_upper, s);
         xb_store_list(s->eng->store, "layers", gc_layer, s);
         return 0;

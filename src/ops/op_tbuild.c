@@ -112,8 +112,9 @@ xb_op_build_json(struct xb_core *s, const char *name, int tenant)
 
         if (!b)
                 return NULL;
-        j = json_pack("{s:s,s:s,s:O,s:o}", "name", b->name, "state", b->state == B_BUILDING ? "building" : "failed",
-                      "from", json_object_get(b->spec, "from") ?: json_string("base"), "progress", progress_json(b));
+        j = json_pack("{s:s,s:s,s:s,s:o}", "name", b->name, "state", b->state == B_BUILDING ? "building" : "failed",
+                      "from", json_string_value(json_object_get(b->spec, "from")) ?: "base", "progress",
+                      progress_json(b));
         if (j && b->error)
                 json_object_set(j, "error", b->error);
         return j;
