@@ -428,8 +428,11 @@ next_step(struct build *b)
                                (json_int_t)json_integer_value(json_object_get(b->spec, "_step_timeout")),
                                "output_limit", (json_int_t)(1 << 20))
                    : NULL;
+        /* In workdir, made first if missing (as a Dockerfile's WORKDIR). */
         if (args && wd && st->kind == STEP_RUN)
-                json_object_set_new(args, "cwd", json_string(wd));
+                json_object_set_new(args, "argv", json_pack("[sssss]", "/bin/sh", "-c",
+                                                            "mkdir -p -- \"$0\" && cd -- \"$0\" && exec /bin/sh -c \"$1\"",
+                                                            wd, cmd));
         sub_run(b, "run_command", args, step_done);
 }
 

@@ -423,3 +423,22 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
     r = build(srv, {"name": "xb-evil2", "oci": archive2})
     expect_error(r, 422, "template_build_failed")
     assert "links or special files" in r.json()["error"]["message"]
+
+
+def test_built_metadata_persists_across_restart(server_factory):
+    s1 = server_factory(pool=0)
+    body = {"name": "xb-keep", "run": ["mkdir -p /srv/k && echo kept > /srv/k/f"], "workdir": "/srv/k",
+            "user": "root", "env": {"XB_K": "v"},
+            "start": {"cmd": "sleep 0.2; touch /tmp/up; exec sleep 1000", "ready": {"file": "/tmp/up"},
+                      "timeout_s": 15}}
+    t1 = expect(build(s1, body), 201).json()
+    state = s1.state_dir
+    s1.stop()
+    s2 = server_factory(state_dir=state, pool=0)
+    t2 = s2.get("/v1/templates/xb-keep").json()
+    for k in ("layers", "workdir", "user", "env", "start"):
+        assert t2[k] == t1[k], (k, t1, t2)
+    sb = s2.create(template="xb-keep")
+    assert sb["start"]["ready_ms"] >= 150
+    assert ok(s2, sb["id"], "pwd; id -u; echo $XB_K; cat f").split() == ["/srv/k", "0", "v", "kept"]
+    s2.stop()
