@@ -189,7 +189,7 @@ def test_start_command_that_never_gets_ready_fails_create(srv):
 def test_from_debian_suite_has_no_host_files(srv):
     assert os.path.exists("/usr/bin/python3")   # the host has it; a clean minbase does not
     t0 = time.monotonic()
-    r = build(srv, {"name": "xb-deb", "from": "debian:bookworm", "run": ["echo deb-step > /etc/xb-step"],
+    r = build(srv, {"name": "xb-deb", "from": "debian:bookworm", "apt": ["hello"], "run": ["echo deb-step > /etc/xb-step"],
                     "env": {"XB_D": "1"}}, timeout=900)
     first = time.monotonic() - t0
     expect(r, 201)
@@ -199,6 +199,7 @@ def test_from_debian_suite_has_no_host_files(srv):
     deb = srv.get("/v1/templates/debian-bookworm").json()
     assert deb["rootfs"] is True and t["layers"][1:] == deb["layers"]
     sid = srv.create(template="xb-deb")["id"]
+    assert ok(srv, sid, "hello") == "Hello, world!\n"   # apt ran on the clean root, through packages mode
     out = ok(srv, sid, "cat /etc/debian_version /etc/xb-step; echo $XB_D; id -un; "
                        "test -e /usr/bin/python3 && echo HOST-PYTHON || echo no-python; "
                        "test -e /usr/lib/x86_64-linux-gnu/libjansson.so.4 && echo HOST-LIB || echo no-lib; "
