@@ -108,7 +108,7 @@ blob(const struct oci *o, const char *digest)
 }
 
 static json_t *
-image_config(const struct oci *o)
+image_config(const struct oci *o, char *digest, size_t n)
 {
         char path[4400];
         _cleanup_close_ int fd = -EBADF;
@@ -126,6 +126,7 @@ image_config(const struct oci *o)
         manifest = blob(o, json_string_value(json_object_get(m, "digest")));
         if (!manifest)
                 return NULL;
+        snprintf(digest, n, "%s", json_string_value(json_object_get(m, "digest")) + 7);
         return blob(o, json_string_value(json_object_get(json_object_get(manifest, "config"), "digest")));
 }
 
@@ -163,14 +164,24 @@ imported(void *data, const char *layer, const struct xb_err *err)
         struct xb_err e2 = { 0 };
         json_t *cc, *env, *v;
         const char *user, *wd;
+        char digest[80] = "", named[64];
         size_t i, n = 0;
 
         if (!layer) {
                 oci_fail(o, XB_E_TEMPLATE_BUILD_FAILED, "importing the OCI archive failed: %s", err->msg);
                 return;
         }
-        conf = image_config(o);
+        conf = image_config(o, digest, sizeof(digest));
         cc = json_object_get(conf, "config");
+        /* Named by the image's manifest digest: one image imported twice is
+         * one layer (the second copy goes). */
+        if (digest[0]) {
+                snprintf(named, sizeof(named), "oci-%.32s", digest);
+                if (xb_store_rename_layer(s->eng->store, layer, named, &e2) == 0 ||
+                    (e2.code == EEXIST && !xb_store_delete(s->eng->store, "layers", layer, NULL)))
+                        layer = layers[0] = named;
+                e2 = (struct xb_err){ 0 };
+        }
         if (xb_template_find(s, name, o->tenant)) {
                 oci_fail(o, XB_E_TEMPLATE_EXISTS, "a template `%s` exists already", name);
                 return;

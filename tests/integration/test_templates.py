@@ -311,6 +311,10 @@ def test_import_oci_archive_with_whiteout_and_config(oci_srv, tmp_path):
     shutil.copy(archive, outside)
     expect_error(build(srv, {"name": "xb-oci2", "oci": outside}), 400, "invalid_mount")
     expect_error(build(srv, {"name": "xb-oci2", "oci": archive, "run": ["true"]}), 400, "invalid_request")
+    # Named by the image's digest: the same image twice is one layer.
+    again = expect(build(srv, {"name": "xb-oci-again", "oci": archive}), 201).json()
+    assert again["layers"] == t["layers"] and t["layers"][0].startswith("oci-"), (again, t)
+    drop(srv, "xb-oci-again")
     srv.remove(sid)
     drop(srv, "xb-oci")
     assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
