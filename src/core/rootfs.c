@@ -170,8 +170,7 @@ job_end(struct xb_rootfs_job *j, struct xb_err *err)
         struct xb_store *st = j->core->eng->store;
 
         unlink(j->log);
-        if (!err->ecode && !err->code &&
-            xb_store_snapshot(st, j->tmp, "layers", j->layer, true, 0, err) == 0)
+        if (!err->ecode && !err->code && xb_store_snapshot(st, j->tmp, "layers", j->layer, true, 0, err) == 0)
                 j->core->m.layers_created++;
         xb_store_delete(st, "sbx", j->tmp, NULL);
         j->done(j->data, (err->ecode || err->code) ? NULL : j->layer, err);

@@ -136,8 +136,7 @@ xb_op_build_forget(struct xb_core *s, const char *name, int tenant, struct xb_er
         if (!b)
                 return false;
         if (b->state == B_BUILDING) {
-                xb_err_code(err, XB_E_TEMPLATE_IN_USE, EBUSY, NULL, "template `%s` is being built; wait for it",
-                            name);
+                xb_err_code(err, XB_E_TEMPLATE_IN_USE, EBUSY, NULL, "template `%s` is being built; wait for it", name);
                 return true;
         }
         build_free(b);
@@ -242,8 +241,8 @@ client_left(void *owner)
         b->client = NULL;
 }
 
-static void
-finish_fail(struct build *b, enum xb_ecode code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void finish_fail(struct build *b, enum xb_ecode code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 
 static void
 finish_fail(struct build *b, enum xb_ecode code, const char *fmt, ...)
@@ -291,8 +290,8 @@ step_done(struct build *b, json_t *res, const struct xb_err *err)
         }
         if ((!status || strcmp(status, "ok") || code != 0)) {
                 finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED,
-                            "step %zu of %zu (%s) failed: %s %lld; the end of its output:\n%s", b->cur + 1,
-                            b->nsteps, label ? label : "", status && strcmp(status, "exit_nonzero") ? status : "exit code",
+                            "step %zu of %zu (%s) failed: %s %lld; the end of its output:\n%s", b->cur + 1, b->nsteps,
+                            label ? label : "", status && strcmp(status, "exit_nonzero") ? status : "exit code",
                             (long long)code, b->ntail ? b->tail : "(none)");
                 return;
         }
@@ -307,11 +306,13 @@ apt_cmd(const char *pkgs)
 
         /* The host-derived /etc has only root, user and nobody; maintainer
          * scripts want Debian's system accounts (man-db's trigger: man). */
-        if (asprintf(&s, "export DEBIAN_FRONTEND=noninteractive; "
-                         "if command -v update-passwd >/dev/null; then update-passwd >/dev/null 2>&1; fi; "
-                         "apt-get update -q && "
-                         "apt-get install -y -q --no-install-recommends %s && apt-get clean && "
-                         "rm -rf /var/lib/apt/lists/*", pkgs) < 0)
+        if (asprintf(&s,
+                     "export DEBIAN_FRONTEND=noninteractive; "
+                     "if command -v update-passwd >/dev/null; then update-passwd >/dev/null 2>&1; fi; "
+                     "apt-get update -q && "
+                     "apt-get install -y -q --no-install-recommends %s && apt-get clean && "
+                     "rm -rf /var/lib/apt/lists/*",
+                     pkgs) < 0)
                 return NULL;
         return s;
 }
@@ -344,8 +345,8 @@ rootfs_made(void *data, const char *layer, const struct xb_err *err)
         }
         if (!xb_template_find(b->core, b->from, b->tenant) &&
             xb_template_create(b->core, b->from, b->tenant, layers, true, &t, &e2) < 0) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (rootfs) failed: %s", b->cur + 1,
-                            b->nsteps, e2.msg);
+                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (rootfs) failed: %s", b->cur + 1, b->nsteps,
+                            e2.msg);
                 return;
         }
         b->cur++;
@@ -361,8 +362,10 @@ rootfs_step(struct build *b)
         unsigned long long h = 1469598103934665603ULL;
 
         if (!xb_host_debian_mirror(mirror, sizeof(mirror))) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step 1 of %zu (rootfs) failed: the host has no Debian "
-                            "mirror in /etc/apt to build from", b->nsteps);
+                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED,
+                            "step 1 of %zu (rootfs) failed: the host has no Debian "
+                            "mirror in /etc/apt to build from",
+                            b->nsteps);
                 return;
         }
         for (const char *c = mirror; *c; c++)
@@ -374,11 +377,14 @@ rootfs_step(struct build *b)
         }
         {
                 /* unshare mode: its maintainer scripts run in a user namespace of their own. */
-                char *argv[] = { (char *)"/bin/sh", (char *)"-c",
+                char *argv[] = { (char *)"/bin/sh",
+                                 (char *)"-c",
                                  (char *)"exec mmdebstrap --variant=minbase --mode=unshare --skip=output/dev "
-                                 "--customize-hook='chroot \"$1\" useradd -m -u 1000 -U -s /bin/bash user' "
-                                 "\"$0\" \"$XB_ROOTFS\" \"$1\"",
-                                 (char *)suite, mirror, NULL };
+                                         "--customize-hook='chroot \"$1\" useradd -m -u 1000 -U -s /bin/bash user' "
+                                         "\"$0\" \"$XB_ROOTFS\" \"$1\"",
+                                 (char *)suite,
+                                 mirror,
+                                 NULL };
 
                 if (xb_rootfs_import(b->core, layer, argv, -1, rootfs_made, b, &err) < 0)
                         finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step 1 of %zu (rootfs) failed: %s", b->nsteps,
@@ -430,9 +436,9 @@ next_step(struct build *b)
                    : NULL;
         /* In workdir, made first if missing (as a Dockerfile's WORKDIR). */
         if (args && wd && st->kind == STEP_RUN)
-                json_object_set_new(args, "argv", json_pack("[sssss]", "/bin/sh", "-c",
-                                                            "mkdir -p -- \"$0\" && cd -- \"$0\" && exec /bin/sh -c \"$1\"",
-                                                            wd, cmd));
+                json_object_set_new(args, "argv",
+                                    json_pack("[sssss]", "/bin/sh", "-c",
+                                              "mkdir -p -- \"$0\" && cd -- \"$0\" && exec /bin/sh -c \"$1\"", wd, cmd));
         sub_run(b, "run_command", args, step_done);
 }
 
@@ -493,8 +499,9 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
         if (c) {
                 json_t *j = xb_template_json(t);
 
-                json_object_set_new(j, "build", json_pack("{s:I,s:I}", "steps", (json_int_t)b->nsteps,
-                                                          "duration_ms", (json_int_t)(xb_now_ms() - b->t0_ms)));
+                json_object_set_new(j, "build",
+                                    json_pack("{s:I,s:I}", "steps", (json_int_t)b->nsteps, "duration_ms",
+                                              (json_int_t)(xb_now_ms() - b->t0_ms)));
                 xb_call_on_cancel(c, NULL, NULL);
                 b->client = NULL;
                 build_free(b);
@@ -513,8 +520,8 @@ create_sandbox(struct build *b)
         for (size_t i = 0; i < b->nsteps; i++)
                 apt |= b->steps[i].kind == STEP_APT;
         /* The build sandbox: root, the template's env, packages egress for apt. */
-        cargs = json_pack("{s:s,s:s,s:o,s:i}", "template", b->from, "user", "root", "env", env_of(b),
-                          "timeout_s", 3600);
+        cargs = json_pack("{s:s,s:s,s:o,s:i}", "template", b->from, "user", "root", "env", env_of(b), "timeout_s",
+                          3600);
         if (cargs && json_is_object(json_object_get(spec, "limits")))
                 json_object_set(cargs, "limits", json_object_get(spec, "limits"));
         if (cargs && apt)
@@ -569,8 +576,10 @@ parse_steps(struct build *b, json_t *spec, struct xb_err *err)
                         char *n;
 
                         if (!p || !pkg_name_ok(p))
-                                return xb_err_msg(err, EINVAL, "`apt[%zu]` is not a Debian package name "
-                                                  "(lower-case letters, digits, + - . and an optional =version)", i);
+                                return xb_err_msg(err, EINVAL,
+                                                  "`apt[%zu]` is not a Debian package name "
+                                                  "(lower-case letters, digits, + - . and an optional =version)",
+                                                  i);
                         if (!(n = realloc(all, len + strlen(p) + 2)))
                                 return xb_err_set(err, ENOMEM, "build");
                         all = n;
@@ -584,8 +593,10 @@ parse_steps(struct build *b, json_t *spec, struct xb_err *err)
                         return xb_err_msg(err, EINVAL, "`files` must be an object of absolute path: text content");
                 json_object_foreach(files, k, v) {
                         if (k[0] != '/' || !json_is_string(v))
-                                return xb_err_msg(err, EINVAL, "`files`: `%.200s` must be an absolute path with "
-                                                  "a string content", k);
+                                return xb_err_msg(err, EINVAL,
+                                                  "`files`: `%.200s` must be an absolute path with "
+                                                  "a string content",
+                                                  k);
                         if (add_step(b, STEP_FILE, k, json_string_value(v)) < 0)
                                 return xb_err_msg(err, E2BIG, "at most %d steps", STEPS_MAX);
                 }
@@ -595,8 +606,7 @@ parse_steps(struct build *b, json_t *spec, struct xb_err *err)
                         return xb_err_msg(err, EINVAL, "`run` must be a list of shell command lines");
                 json_array_foreach(run, i, v) {
                         if (!json_is_string(v) || !json_string_length(v))
-                                return xb_err_msg(err, EINVAL, "`run[%zu]` must be a non-empty shell command line",
-                                                  i);
+                                return xb_err_msg(err, EINVAL, "`run[%zu]` must be a non-empty shell command line", i);
                         if (add_step(b, STEP_RUN, json_string_value(v), NULL) < 0)
                                 return xb_err_msg(err, E2BIG, "at most %d steps", STEPS_MAX);
                 }
@@ -633,7 +643,8 @@ parse_start(json_t *spec, struct xb_err *err)
                     (r = xb_jsonv_uint(ready, "port", 1, 65535, &port, err)) < 0 ||
                     (r = xb_jsonv_str(ready, "file", 4096, &file, err)) < 0 || (port && file) ||
                     (file && file[0] != '/'))
-                        return xb_err_msg(err, EINVAL, "`start.ready` must be {\"port\": N} or {\"file\": "
+                        return xb_err_msg(err, EINVAL,
+                                          "`start.ready` must be {\"port\": N} or {\"file\": "
                                           "\"/absolute/path\"}");
         }
         return 0;
@@ -642,8 +653,8 @@ parse_start(json_t *spec, struct xb_err *err)
 static void
 op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "name", "from", "apt", "run", "env", "workdir", "user", "files",
-                                              "start", "limits", "timeout_s", "oci", NULL };
+        static const char *const fields[] = { "name",  "from",  "apt",    "run",       "env", "workdir", "user",
+                                              "files", "start", "limits", "timeout_s", "oci", NULL };
         _cleanup_(xb_json_decrefp) json_t *spec = json_deep_copy(args);
         struct xb_err err = { 0 };
         const char *name = NULL, *from = NULL, *wd = NULL, *user = NULL;
@@ -690,14 +701,17 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 char dname[XB_TEMPLATE_NAME_MAX + 1];
 
                 if (!*suite || strlen(suite) > 32 || strspn(suite, "abcdefghijklmnopqrstuvwxyz") != strlen(suite)) {
-                        xb_err_msg(&err, EINVAL, "`from`: a Debian suite is lower-case letters, such as "
+                        xb_err_msg(&err, EINVAL,
+                                   "`from`: a Debian suite is lower-case letters, such as "
                                    "\"debian:bookworm\"");
                         goto invalid;
                 }
                 snprintf(dname, sizeof(dname), "debian-%s", suite);
                 if ((dt = xb_template_find(s, dname, tenant)) && !dt->rootfs) {
-                        xb_call_failf(c, XB_E_TEMPLATE_EXISTS, NULL, "`%s` is a template of yours, not a clean "
-                                      "Debian root; rename it to build from %s", dname, from);
+                        xb_call_failf(c, XB_E_TEMPLATE_EXISTS, NULL,
+                                      "`%s` is a template of yours, not a clean "
+                                      "Debian root; rename it to build from %s",
+                                      dname, from);
                         return;
                 }
                 rootfs_suite = dt ? NULL : suite;
@@ -718,7 +732,8 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                     (json_object_get(spec, "apt") && !json_is_null(json_object_get(spec, "apt"))) ||
                     (json_object_get(spec, "run") && !json_is_null(json_object_get(spec, "run"))) ||
                     (json_object_get(spec, "files") && !json_is_null(json_object_get(spec, "files")))) {
-                        xb_err_msg(&err, EINVAL, "`oci` is the host path of an image archive, and an import "
+                        xb_err_msg(&err, EINVAL,
+                                   "`oci` is the host path of an image archive, and an import "
                                    "takes no `from`, `apt`, `run` or `files` (build on the imported template)");
                         goto invalid;
                 }

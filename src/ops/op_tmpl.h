@@ -26,7 +26,5 @@ bool xb_op_build_forget(struct xb_core *s, const char *name, int tenant, struct 
  * of memory (c is failed). */
 struct xb_call *xb_op_tstart_call(struct xb_core *s, int tenant, const struct xb_template *t, struct xb_call *c);
 
-
-
 /* template_build with "oci" (op_toci.c): spec is the checked request. */
 void xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c);

@@ -69,8 +69,7 @@ oci_free(struct oci *o)
         free(o);
 }
 
-static void
-oci_fail(struct oci *o, enum xb_ecode code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void oci_fail(struct oci *o, enum xb_ecode code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void
 oci_fail(struct oci *o, enum xb_ecode code, const char *fmt, ...)
@@ -204,7 +203,8 @@ imported(void *data, const char *layer, const struct xb_err *err)
                         if (t->env && json_is_string(v) && asprintf(&t->env[n], "%s=%s", k, json_string_value(v)) > 0)
                                 n++;
         }
-        wd = json_string_value(json_object_get(o->spec, "workdir")) ?: json_string_value(json_object_get(cc, "WorkingDir"));
+        wd = json_string_value(json_object_get(o->spec, "workdir"))
+                     ?: json_string_value(json_object_get(cc, "WorkingDir"));
         if (wd && wd[0] == '/')
                 t->workdir = strdup(wd);
         user = json_string_value(json_object_get(o->spec, "user"));
@@ -212,7 +212,9 @@ imported(void *data, const char *layer, const struct xb_err *err)
                 const char *u = json_string_value(json_object_get(cc, "User"));
 
                 user = !u || !*u || !strcmp(u, "0") || !strncmp(u, "0:", 2) || !strcmp(u, "root") ||
-                               !strncmp(u, "root:", 5) ? "root" : "user";
+                                       !strncmp(u, "root:", 5)
+                               ? "root"
+                               : "user";
         }
         t->uid = !strcmp(user, "root") ? 0 : XB_USER_UID;
         t->start_cmd = json_is_object(json_object_get(o->spec, "start"))
@@ -230,9 +232,10 @@ imported(void *data, const char *layer, const struct xb_err *err)
         if (o->client) {
                 json_t *j = xb_template_json(t);
 
-                json_object_set_new(j, "image", json_pack("{s:s?,s:s?}", "architecture",
-                                                          json_string_value(json_object_get(conf, "architecture")),
-                                                          "os", json_string_value(json_object_get(conf, "os"))));
+                json_object_set_new(j, "image",
+                                    json_pack("{s:s?,s:s?}", "architecture",
+                                              json_string_value(json_object_get(conf, "architecture")), "os",
+                                              json_string_value(json_object_get(conf, "os"))));
                 xb_call_on_cancel(o->client, NULL, NULL);
                 xb_call_done(o->client, j);
                 o->client = NULL;

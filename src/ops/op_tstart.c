@@ -132,13 +132,17 @@ probe_cmd(const struct tstart *t)
         unsigned tenths = t->timeout_s * 10;
 
         if (t->port)
-                snprintf(test, sizeof(test), "grep -qiE '^ *[0-9]+: [0-9A-F]+:%04X [0-9A-F]+:0000 0A ' "
-                         "/proc/net/tcp /proc/net/tcp6 2>/dev/null", t->port);
+                snprintf(test, sizeof(test),
+                         "grep -qiE '^ *[0-9]+: [0-9A-F]+:%04X [0-9A-F]+:0000 0A ' "
+                         "/proc/net/tcp /proc/net/tcp6 2>/dev/null",
+                         t->port);
         else
                 snprintf(test, sizeof(test), "test -e '%s'", t->file);
         /* 3: the start command ended first. */
-        if (asprintf(&s, "i=0; while [ $i -lt %u ]; do %s && exit 0; [ -d /proc/%lld ] || exit 3; sleep 0.1; "
-                         "i=$((i+1)); done; exit 4", tenths, test, t->pid) < 0)
+        if (asprintf(&s,
+                     "i=0; while [ $i -lt %u ]; do %s && exit 0; [ -d /proc/%lld ] || exit 3; sleep 0.1; "
+                     "i=$((i+1)); done; exit 4",
+                     tenths, test, t->pid) < 0)
                 return NULL;
         return s;
 }
@@ -156,10 +160,11 @@ not_ready(struct tstart *t, json_t *out)
                 snprintf(what, sizeof(what), "listen on port %u", t->port);
         else
                 snprintf(what, sizeof(what), "make %.4000s", t->file);
-        snprintf(err.msg, sizeof(err.msg), "the template's start command %s before it did %s (waited at most %u s); "
+        snprintf(err.msg, sizeof(err.msg),
+                 "the template's start command %s before it did %s (waited at most %u s); "
                  "the end of its output: %s%s",
-                 t->probe_rc == 3 ? "exited" : "was not ready", what, t->timeout_s,
-                 no > 600 ? o + no - 600 : o, ne > 600 ? e + ne - 600 : e);
+                 t->probe_rc == 3 ? "exited" : "was not ready", what, t->timeout_s, no > 600 ? o + no - 600 : o,
+                 ne > 600 ? e + ne - 600 : e);
         delete_sbx(t);
         ts_fail(t, &err);
 }
@@ -177,8 +182,9 @@ ts_next(struct tstart *t, json_t *res, const struct xb_err *err)
                 }
                 t->sbx = json_incref(res);
                 snprintf(t->id, sizeof(t->id), "%s", json_string_value(json_object_get(res, "id")) ?: "");
-                run(t, "process_start", json_pack("{s:s,s:[sss],s:s}", "id", t->id, "argv", "/bin/sh", "-c", t->cmd,
-                                                  "tag", "template-start"));
+                run(t, "process_start",
+                    json_pack("{s:s,s:[sss],s:s}", "id", t->id, "argv", "/bin/sh", "-c", t->cmd, "tag",
+                              "template-start"));
                 return;
         case 1:   /* started */
                 if (err) {
@@ -198,10 +204,10 @@ ts_next(struct tstart *t, json_t *res, const struct xb_err *err)
                 {
                         char *cmd = probe_cmd(t);
 
-                        run(t, "run_command", cmd ? json_pack("{s:s,s:[sss],s:s,s:I}", "id", t->id, "argv", "/bin/sh",
-                                                              "-c", cmd, "user", "root", "timeout_s",
-                                                              (json_int_t)t->timeout_s + 10)
-                                                  : NULL);
+                        run(t, "run_command",
+                            cmd ? json_pack("{s:s,s:[sss],s:s,s:I}", "id", t->id, "argv", "/bin/sh", "-c", cmd, "user",
+                                            "root", "timeout_s", (json_int_t)t->timeout_s + 10)
+                                : NULL);
                         free(cmd);
                 }
                 return;
@@ -214,18 +220,16 @@ ts_next(struct tstart *t, json_t *res, const struct xb_err *err)
                 t->probe_rc = (int)rc;
                 run(t, "process_read", json_pack("{s:s,s:I}", "id", t->id, "pid", (json_int_t)t->pid));
                 return;
-        case 3:   /* its output, for the error */
-                not_ready(t, err ? NULL : res);
-                return;
-        default:
-                return;
+        case 3: /* its output, for the error */ not_ready(t, err ? NULL : res); return;
+        default: return;
         }
         /* Ready. */
         if (t->client) {
                 json_t *j = json_copy(t->sbx);
 
-                json_object_set_new(j, "start", json_pack("{s:I,s:I}", "pid", (json_int_t)t->pid, "ready_ms",
-                                                          (json_int_t)(xb_now_ms() - t->t0_ms)));
+                json_object_set_new(j, "start",
+                                    json_pack("{s:I,s:I}", "pid", (json_int_t)t->pid, "ready_ms",
+                                              (json_int_t)(xb_now_ms() - t->t0_ms)));
                 xb_call_on_cancel(t->client, NULL, NULL);
                 xb_call_done(t->client, j);
         }
