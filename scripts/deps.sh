@@ -20,6 +20,8 @@ PKGS=(
   prometheus                            # promtool check metrics (tests/integration/test_metrics.py)
   btrfs-progs                           # mkfs.btrfs: the layer store's image (serve --layers disk)
   dpkg-dev python3-pip                  # tests/integration/test_layers.py: a local apt repository, pip
+  mmdebstrap                            # templates "from": "debian:SUITE" (a clean Debian root)
+  umoci                                 # templates imported from OCI image archives
 )
 
 missing=()

@@ -78,6 +78,8 @@ bool json_str(const char *body, const char *key, char *out, size_t cap);
 long long json_int(const char *body, const char *key);
 
 void create_sandbox(struct conn *c, char id[ID_MAX]);
+/* The same with a request body, such as {"template": "x"}. */
+void create_sandbox_body(struct conn *c, const char *body, char id[ID_MAX]);
 void delete_sandbox(struct conn *c, const char *id);
 /* POST .../exec body; its verdict must be ok with exit code 0 (what names
  * the command if not). */

@@ -323,9 +323,15 @@ json_int(const char *body, const char *key)
 void
 create_sandbox(struct conn *c, char id[ID_MAX])
 {
+        create_sandbox_body(c, "{}", id);
+}
+
+void
+create_sandbox_body(struct conn *c, const char *body, char id[ID_MAX])
+{
         struct resp r;
 
-        request(c, "POST", "/v1/sandboxes", "{}", &r);
+        request(c, "POST", "/v1/sandboxes", body, &r);
         expect_status(&r, 201, "POST /v1/sandboxes");
         if (!json_str(r.body, "id", id, ID_MAX) || strlen(id) < 26)
                 die("no sandbox id in %.200s", r.body);

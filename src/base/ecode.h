@@ -37,6 +37,8 @@
         X(TEMPLATE_EXISTS, "template_exists")                         \
         X(TEMPLATE_IN_USE, "template_in_use")                         \
         X(LAYERS_UNSUPPORTED, "layers_unsupported")                   \
+        X(TEMPLATE_BUILD_FAILED, "template_build_failed")             \
+        X(TEMPLATE_NOT_READY, "template_not_ready")   /* its start command */ \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \
         X(WATCHER_NOT_FOUND, "watcher_not_found")                     \

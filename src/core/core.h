@@ -126,6 +126,7 @@ struct xb_core {
         unsigned tomb_lines;          /* appended to tombs.log since its last compaction */
         struct xb_template *templates;   /* templates.h: snapshots, persisted under state_dir */
         char *templates_dir;          /* state_dir/templates; NULL: none kept */
+        void *builds;                 /* templates being built from steps (ops/op_tbuild.c) */
         struct xb_quota_use *quota_use;   /* nquota + 1, made at the first use (quota.c) */
         char ceiling_hint[320];       /* made at the first check, lives with the core */
 };
@@ -179,6 +180,8 @@ struct xb_sbx {
         char **lowers;                /* its template's layers, top first (NULL: base) */
         struct xb_template *tmpl;     /* the template it holds a reference on, or NULL */
         char **env;                   /* sandbox-wide "K=V" set at creation */
+        char *cwd;                    /* commands' default cwd (its template's workdir), or NULL */
+        bool own_root;                /* its lowers are a whole root (templates.h: rootfs) */
         json_t *metadata;
         uint64_t created_ms, ttl_ms, expires_ms;   /* monotonic; expires_ms: the idle clock's end */
         uint64_t paused_ttl_ms, paused_until_ms;   /* how long it may stay paused, and till when */

@@ -91,6 +91,7 @@ sbx_free(void *p)
         xb_watchers_free(x);   /* ended ones whose last events were never taken */
         xb_strv_free(x->env);
         xb_strv_free(x->lowers);
+        free(x->cwd);
         json_decref(x->metadata);
         free(x->pending);
         free(x);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,9 @@ template_free(struct xb_template *t)
                 return;
         xb_strv_free(t->layers);
         xb_strv_free(t->env);
+        free(t->workdir);
+        free(t->start_cmd);
+        free(t->ready_file);
         free(t);
 }
 
@@ -98,9 +102,25 @@ xb_template_json(const struct xb_template *t)
                                 json_object_set_new(env, k, json_string(eq + 1));
                 }
         }
-        return json_pack("{s:s,s:o,s:o,s:s,s:s?,s:I,s:i,s:b}", "name", t->name, "layers", layers, "env", env, "user",
-                         t->uid == 0 ? "root" : "user", "parent", t->parent[0] ? t->parent : NULL, "created_at_ms",
-                         (json_int_t)t->created_unix_ms, "in_use", (int)t->refs, "builtin", 0);
+        json_t *start = NULL, *j;
+
+        if (t->start_cmd) {
+                json_t *ready = t->ready_port ? json_pack("{s:i}", "port", (int)t->ready_port)
+                                : t->ready_file ? json_pack("{s:s}", "file", t->ready_file) : json_null();
+
+                start = json_pack("{s:s,s:o}", "cmd", t->start_cmd, "ready", ready);
+                if (start && t->ready_timeout_s)
+                        json_object_set_new(start, "timeout_s", json_integer(t->ready_timeout_s));
+        }
+        j = json_pack("{s:s,s:s,s:o,s:o,s:s,s:s?,s:s?,s:I,s:i,s:b}", "name", t->name, "state", "ready", "layers",
+                      layers, "env", env, "user", t->uid == 0 ? "root" : "user", "parent",
+                      t->parent[0] ? t->parent : NULL, "workdir", t->workdir, "created_at_ms",
+                      (json_int_t)t->created_unix_ms, "in_use", (int)t->refs, "builtin", 0);
+        if (j && start)
+                json_object_set_new(j, "start", start);
+        if (j && t->rootfs)
+                json_object_set_new(j, "rootfs", json_true());
+        return j;
 }
 
 json_t *
@@ -119,8 +139,8 @@ xb_templates_json(struct xb_core *s, int tenant)
 
 /* ---- persistence ---- */
 
-static int
-save(struct xb_core *s, const struct xb_template *t)
+int
+xb_template_save(struct xb_core *s, const struct xb_template *t)
 {
         _cleanup_(json_decrefp) json_t *j = xb_template_json(t);
         char path[4096], tmp[4200];
@@ -129,6 +149,11 @@ save(struct xb_core *s, const struct xb_template *t)
                 return -ENOMEM;
         json_object_del(j, "in_use");
         json_object_del(j, "builtin");
+        json_object_del(j, "state");
+        if (json_is_null(json_object_get(j, "workdir")))
+                json_object_del(j, "workdir");
+        if (json_is_null(json_object_get(j, "parent")))
+                json_object_del(j, "parent");
         json_object_set_new(j, "tenant", json_integer(t->tenant));
         snprintf(path, sizeof(path), "%s/%s.json", s->templates_dir, t->name);
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -148,16 +173,17 @@ load_one(struct xb_core *s, const char *file)
         json_error_t je;
         _cleanup_(json_decrefp) json_t *j = NULL;
         struct xb_template *t = calloc(1, sizeof(*t));
-        const char *name = NULL, *user = "user", *parent = NULL;
-        json_t *layers = NULL, *env = NULL, *v;
+        const char *name = NULL, *user = "user", *parent = NULL, *workdir = NULL;
+        json_t *layers = NULL, *env = NULL, *start = NULL, *v;
         json_int_t created = 0, tenant = 0;
         size_t i;
 
         snprintf(path, sizeof(path), "%s/%s", s->templates_dir, file);
         j = json_load_file(path, 0, &je);
         if (!t || !j ||
-            json_unpack(j, "{s:s,s:o,s?o,s?s,s?s,s?I,s?I}", "name", &name, "layers", &layers, "env", &env, "user",
-                        &user, "parent", &parent, "created_at_ms", &created, "tenant", &tenant) < 0 ||
+            json_unpack(j, "{s:s,s:o,s?o,s?s,s?s,s?s,s?o,s?I,s?I}", "name", &name, "layers", &layers, "env", &env,
+                        "user", &user, "parent", &parent, "workdir", &workdir, "start", &start, "created_at_ms",
+                        &created, "tenant", &tenant) < 0 ||
             xb_template_name_check(name, NULL) < 0 || !json_is_array(layers) || json_array_size(layers) > XB_LAYERS_MAX)
                 goto bad;
         snprintf(t->name, sizeof(t->name), "%s", name);
@@ -185,6 +211,20 @@ load_one(struct xb_core *s, const char *file)
                                 n++;
         }
         t->uid = !strcmp(user, "root") ? 0 : XB_USER_UID;
+        t->rootfs = json_is_true(json_object_get(j, "rootfs"));
+        if (workdir && workdir[0] == '/')
+                t->workdir = strdup(workdir);
+        if (json_is_object(start) && json_is_string(json_object_get(start, "cmd"))) {
+                json_t *ready = json_object_get(start, "ready");
+                json_int_t port = json_integer_value(json_object_get(ready, "port"));
+                const char *rfile = json_string_value(json_object_get(ready, "file"));
+
+                t->start_cmd = strdup(json_string_value(json_object_get(start, "cmd")));
+                t->ready_port = port > 0 && port < 65536 ? (uint16_t)port : 0;
+                t->ready_file = rfile && rfile[0] == '/' ? strdup(rfile) : NULL;
+                port = json_integer_value(json_object_get(start, "timeout_s"));
+                t->ready_timeout_s = port > 0 && port <= 600 ? (unsigned)port : 0;
+        }
         snprintf(t->parent, sizeof(t->parent), "%s", parent ? parent : "");
         t->created_unix_ms = (uint64_t)created;
         t->tenant = (int)tenant;
@@ -229,6 +269,30 @@ gc_upper(const char *name, void *data)
         xb_store_delete(s->eng->store, "sbx", name, NULL);
 }
 
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+        (void)st, (void)f;
+        return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* The layouts of OCI imports a crash interrupted (ops/op_toci.c). */
+static void
+gc_imports(const char *state_dir)
+{
+        _cleanup_closedir_ DIR *d = opendir(state_dir);
+        struct dirent *de;
+
+        while (d && (de = readdir(d))) {
+                char path[4400];
+
+                if (strncmp(de->d_name, "oci-", 4) || de->d_type != DT_DIR)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
+                nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        }
+}
+
 int
 xb_templates_open(struct xb_core *s, struct xb_err *err)
 {
@@ -255,6 +319,7 @@ xb_templates_open(struct xb_core *s, struct xb_err *err)
                         s->templates = t;
                 }
         }
+        gc_imports(s->o.state_dir);
         xb_store_list(s->eng->store, "sbx", gc_upper, s);
         xb_store_list(s->eng->store, "layers", gc_layer, s);
         return 0;
@@ -354,6 +419,9 @@ xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **re
         t->nlayers = nlow + 1;
         t->env = strv_dup(x->env, NULL);
         t->uid = x->uid;
+        if (x->cwd)
+                t->workdir = strdup(x->cwd);
+        t->rootfs = x->own_root;
         t->tenant = x->tenant;
         t->created_unix_ms = unix_ms();
         snprintf(t->parent, sizeof(t->parent), "%s", x->id);
@@ -366,7 +434,7 @@ xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **re
                 template_free(t);
                 return r;
         }
-        if ((r = save(s, t)) < 0) {
+        if ((r = xb_template_save(s, t)) < 0) {
                 xb_store_delete(s->eng->store, "layers", layer, NULL);
                 template_free(t);
                 return xb_err_set(err, -r, "save template %s", name);
@@ -376,6 +444,32 @@ xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **re
         s->m.snapshots++;
         s->m.layers_created++;
         xb_hist_observe(&s->m.snapshot_duration, xb_mono_us() - t0);
+        *ret = t;
+        return 0;
+}
+
+int
+xb_template_create(struct xb_core *s, const char *name, int tenant, char *const *layers, bool rootfs,
+                   struct xb_template **ret, struct xb_err *err)
+{
+        struct xb_template *t = calloc(1, sizeof(*t));
+        int r;
+
+        if (!t || !(t->layers = strv_dup(layers, &t->nlayers))) {
+                free(t);
+                return xb_err_set(err, ENOMEM, "template");
+        }
+        snprintf(t->name, sizeof(t->name), "%s", name);
+        t->uid = XB_USER_UID;
+        t->rootfs = rootfs;
+        t->tenant = tenant;
+        t->created_unix_ms = unix_ms();
+        if ((r = xb_template_save(s, t)) < 0) {
+                template_free(t);
+                return xb_err_set(err, -r, "save template %s", name);
+        }
+        t->next = s->templates;
+        s->templates = t;
         *ret = t;
         return 0;
 }
@@ -415,6 +509,9 @@ xb_template_attach(struct xb_sbx *x, struct xb_template *t)
         x->lowers = l;
         x->tmpl = t;
         t->refs++;
+        free(x->cwd);
+        x->cwd = t->workdir ? strdup(t->workdir) : NULL;
+        x->own_root = t->rootfs;
         return 0;
 }
 
@@ -496,7 +593,8 @@ xb_sbx_fork(struct xb_sbx *parent, const struct xb_fork_spec *spec, struct xb_sb
                 goto out;
         for (; started < n; started++) {
                 struct xb_root_spec root = { .kind = XB_UPPER_DISK, .from = f.names[started], .adopt = true,
-                                             .lowers = (const char *const *)parent->lowers, .user = parent->uid };
+                                             .lowers = (const char *const *)parent->lowers, .user = parent->uid,
+                                             .own_root = parent->own_root };
                 char **env = strv_cat(parent->env, spec->env);
                 struct xb_sbx *x;
 
@@ -511,6 +609,7 @@ xb_sbx_fork(struct xb_sbx *parent, const struct xb_fork_spec *spec, struct xb_sb
                         break;
                 }
                 x->uid = parent->uid;
+                x->own_root = parent->own_root;
                 x->auto_pause = parent->auto_pause;
                 x->paused_ttl_ms = parent->paused_ttl_ms;
                 x->max_lifetime_ms = parent->max_lifetime_ms;

@@ -20,6 +20,7 @@
  * digest, so equal content is one layer. */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -36,6 +37,12 @@ struct xb_template {
         size_t nlayers;
         char **env;                   /* "K=V", NULL-terminated or NULL */
         uint32_t uid;                 /* default user of its sandboxes */
+        char *workdir;                /* commands' default cwd, or NULL: /home/user */
+        char *start_cmd;              /* run at create (background), or NULL */
+        uint16_t ready_port;          /* create waits till it listens on this port (0: no) */
+        char *ready_file;             /* or till this file exists (NULL: no) */
+        unsigned ready_timeout_s;
+        bool rootfs;                  /* its layers are a whole root: no host lowers (mmdebstrap, OCI) */     /* how long create waits (0: the default) */
         char parent[32];              /* the sandbox it was taken from */
         uint64_t created_unix_ms;
         int tenant;
@@ -53,6 +60,11 @@ json_t *xb_template_json(const struct xb_template *t);
 json_t *xb_templates_json(struct xb_core *s, int tenant);
 /* Snapshot x as template name. */
 int xb_template_snapshot(struct xb_sbx *x, const char *name, struct xb_template **ret, struct xb_err *err);
+/* A new template name of tenant over layers (top first), saved. */
+int xb_template_create(struct xb_core *s, const char *name, int tenant, char *const *layers, bool rootfs,
+                       struct xb_template **ret, struct xb_err *err);
+/* Persist t after its metadata changed (a build sets it). */
+int xb_template_save(struct xb_core *s, const struct xb_template *t);
 /* Delete t: refused (XB_E_TEMPLATE_IN_USE) while a sandbox holds it. */
 int xb_template_delete(struct xb_core *s, struct xb_template *t, struct xb_err *err);
 /* Make x a sandbox of t (after its creation): a reference, its lowers. */

@@ -31,6 +31,11 @@
         "{\"type\": [\"object\", \"null\"], \"description\": \"Extra environment variables, "                   \
         "{\\\"NAME\\\": \\\"value\\\"}.\", \"additionalProperties\": {\"type\": \"string\"}}"
 
+/* The REST form of another list of name/value pairs (XB_ARGF_ENV_PAIRS). */
+#define J_REST_MAP                                                                                               \
+        "{\"type\": [\"object\", \"null\"], \"description\": \"{\\\"name\\\": \\\"value\\\"}.\", "     \
+        "\"additionalProperties\": {\"type\": \"string\"}}"
+
 #define J_ARG_STDIN                                                                                              \
         "\"stdin\": {\"type\": [\"string\", \"null\"], \"description\": \"Text written to the command's "       \
         "standard input, which is then closed. null: empty input.\"}"
@@ -267,4 +272,9 @@
         "\"env\": {\"type\": \"object\"}, \"user\": {\"type\": \"string\"}, \"parent\": {\"type\": "            \
         "\"string\", \"description\": \"The sandbox it was taken from.\"}, \"created_at_ms\": {\"type\": "        \
         "\"integer\"}, \"in_use\": {\"type\": \"integer\", \"description\": \"Sandboxes using it.\"}, "          \
-        "\"builtin\": {\"type\": \"boolean\"}}, \"required\": [\"name\", \"layers\", \"user\"]}"
+        "\"builtin\": {\"type\": \"boolean\"}, \"state\": {\"type\": \"string\", \"description\": "             \
+        "\"ready, or building or failed for a build (see progress).\"}, \"workdir\": {\"type\": \"string\"}, "    \
+        "\"start\": {\"type\": \"object\", \"description\": \"Run at create, which waits for ready.\"}, "      \
+        "\"progress\": {\"type\": \"object\", \"description\": \"A build's step, steps and log_tail.\"}, "     \
+        "\"error\": {\"type\": \"object\", \"description\": \"Why a build failed.\"}}, "                       \
+        "\"required\": [\"name\"]}"

@@ -120,6 +120,53 @@ struct xb_tool xb_catalog_tools[] = {
         .rest = { "POST", "/v1/sandboxes/{id}/snapshot", XB_REPLY_JSON, 201, { SANDBOX_PATH } },
 },
 {
+        .name = "template_build",
+        .op = "template_build",
+        .title = "Build a template from steps",
+        .description = "Build a template that sandbox_create can start from, so new sandboxes have what you need "
+                "installed: apt packages, files and shell steps run as root in a build sandbox, then saved. "
+                "Takes as long as the installs (minutes for big packages); a failed step is reported with its "
+                "number, exit code and the end of its output. `from` is base (the host's image), a template you "
+                "made, or a clean Debian such as \"debian:bookworm\". env, workdir and user apply to the "
+                "template's sandboxes; start runs a command at create and waits until it is ready.",
+        .input_json = OBJ("\"name\": {\"type\": \"string\", \"description\": \"The template's name: letters, digits, "
+                          "'.', '_' or '-', e.g. \\\"py-ml\\\".\"}, "
+                          "\"from\": {\"type\": [\"string\", \"null\"], \"description\": \"What to build on: "
+                          "base, a template's name, or \\\"debian:SUITE\\\" (a clean Debian). null: base.\"}, "
+                          "\"apt\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, "
+                          "\"description\": \"Debian packages to install. null: none.\"}, "
+                          "\"run\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, "
+                          "\"description\": \"Shell steps (sh -c), run as root in order, in workdir. null: "
+                          "none.\"}, "
+                          J_ARG_ENV ", "
+                          "\"files\": {\"type\": [\"array\", \"null\"], \"description\": \"Files to write: name "
+                          "is the absolute path, value the text. null: none.\", \"items\": {\"type\": \"object\", "
+                          "\"properties\": {\"name\": {\"type\": \"string\"}, \"value\": {\"type\": \"string\"}}, "
+                          "\"required\": [\"name\", \"value\"], \"additionalProperties\": false}}, "
+                          "\"workdir\": {\"type\": [\"string\", \"null\"], \"description\": \"Commands' default "
+                          "directory in its sandboxes. null: /home/user.\"}, "
+                          "\"user\": {\"type\": [\"string\", \"null\"], \"enum\": [\"user\", \"root\", null], "
+                          "\"description\": \"Its sandboxes' default user. null: user (or from's).\"}, "
+                          "\"start\": {\"type\": [\"object\", \"null\"], \"description\": \"A command to run at "
+                          "create (a server); create waits until it is ready. null: none.\", \"properties\": "
+                          "{\"cmd\": {\"type\": \"string\"}, \"ready\": {\"type\": [\"object\", \"null\"], "
+                          "\"properties\": {\"port\": {\"type\": [\"integer\", \"null\"], \"description\": \"Ready "
+                          "once this TCP port listens.\"}, \"file\": {\"type\": [\"string\", \"null\"], "
+                          "\"description\": \"Ready once this file exists.\"}}, \"required\": [\"port\", \"file\"], "
+                          "\"additionalProperties\": false}, \"timeout_s\": {\"type\": [\"number\", \"null\"], "
+                          "\"description\": \"How long create waits. null: 30.\"}}, \"required\": [\"cmd\", "
+                          "\"ready\", \"timeout_s\"], \"additionalProperties\": false}"
+                          ", \"oci\": {\"type\": [\"string\", \"null\"], \"description\": \"Instead of steps: "
+                          "import this OCI image archive (a host path below a directory the operator allowed "
+                          "with --allow-mount). null: build from steps.\"}",
+                          "\"name\", \"from\", \"apt\", \"run\", \"env\", \"files\", \"workdir\", \"user\", \"start\", "
+                          "\"oci\""),
+        .output_json = J_TEMPLATE,
+        .read_only = false, .destructive = false, .idempotent = false, .open_world = true,
+        .rest = { "POST", "/v1/templates", XB_REPLY_JSON, 201,
+                  { ENV_BODY, { "files", XB_ARG_BODY, NULL, NULL, XB_ARGF_ENV_PAIRS } } },
+},
+{
         .name = "sandbox_fork",
         .op = "sandbox_fork",
         .title = "Fork a sandbox",

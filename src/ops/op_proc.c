@@ -162,7 +162,7 @@ parse_cmd(json_t *body, struct xb_sbx *x, bool background, struct cmd_spec *c, s
                         return r;
         }
         c->spec.env = c->env;
-        c->spec.cwd = cwd ? cwd : "/home/user";
+        c->spec.cwd = cwd ? cwd : x->cwd ? x->cwd : "/home/user";
         c->spec.uid = uid;
         c->spec.timeout_ms = timeout;
         c->spec.yield_ms = yield;

@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/quota.h"
 #include "core/templates.h"
+#include "ops/op_tmpl.h"
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
@@ -232,7 +233,8 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 uint32_t uid = user ? (!strcmp(user, "root") ? 0 : XB_USER_UID) : t ? t->uid : XB_USER_UID;
                 struct xb_root_spec root = { .kind = s->eng->store ? XB_UPPER_DISK : XB_UPPER_MEMORY,
                                              .lowers = t ? (const char *const *)t->layers : NULL,
-                                             .nlowers = t ? t->nlayers : 0, .user = uid };
+                                             .nlowers = t ? t->nlayers : 0, .user = uid,
+                                             .own_root = t && t->rootfs };
                 /* The base and the pool, unless the layers or the workspaces' owner differ. */
                 bool plain = !t && (uid == XB_USER_UID || !nbinds);
 
@@ -264,6 +266,11 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         xb_sbx_arm(x);
         if (t || user || pol || auto_pause)
                 xb_record_save(x);   /* with what create_root did not know */
+        /* A start command: the answer waits for its readiness. */
+        if (t && t->start_cmd && !(c = xb_op_tstart_call(s, tenant, t, c))) {
+                xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
+                return;
+        }
         create_answer(x, c);
 }
 

@@ -12,6 +12,7 @@
 #include "ops/jsonv.h"
 #include "ops/op_args.h"
 #include "ops/ops.h"
+#include "ops/op_tmpl.h"
 #include "proc/env.h"
 
 #define FORK_MAX 64
@@ -139,8 +140,11 @@ op_fork(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 static void
 op_list(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
+        json_t *all = xb_templates_json(s, tenant);
+
         (void)args;
-        xb_call_done(c, xb_templates_json(s, tenant));
+        xb_op_builds_list(s, tenant, json_object_get(all, "templates"));
+        xb_call_done(c, all);
 }
 
 static void
@@ -148,12 +152,17 @@ op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         const char *name = json_string_value(json_object_get(args, "name"));
         struct xb_template *t;
+        json_t *b;
 
         if (name && !strcmp(name, "base")) {
                 json_t *all = xb_templates_json(s, tenant);
 
                 xb_call_done(c, json_incref(json_array_get(json_object_get(all, "templates"), 0)));
                 json_decref(all);
+                return;
+        }
+        if (name && !xb_template_find(s, name, tenant) && (b = xb_op_build_json(s, name, tenant))) {
+                xb_call_done(c, b);
                 return;
         }
         if ((t = find_template(s, tenant, args, c)))
@@ -169,6 +178,13 @@ op_delete(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 
         if (name && !strcmp(name, "base")) {
                 xb_call_failf(c, XB_E_TEMPLATE_IN_USE, NULL, "`base` is built in and cannot be deleted");
+                return;
+        }
+        if (name && !xb_template_find(s, name, tenant) && xb_op_build_forget(s, name, tenant, &err)) {
+                if (err.ecode)
+                        xb_call_fail(c, &err);
+                else
+                        xb_call_done(c, NULL);
                 return;
         }
         if (!(t = find_template(s, tenant, args, c)))

@@ -34,6 +34,10 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_SANDBOX_ENDED] = "the sandbox has ended and its files are gone: pass sandbox_id null to use your "
                                "default sandbox, or create one with sandbox_create",
         [XB_E_SANDBOX_BUSY] = "retry in a moment",
+        [XB_E_TEMPLATE_BUILD_FAILED] = "fix the step the error names (its exit code and log tail are in it) and "
+                                       "call template_build again",
+        [XB_E_TEMPLATE_NOT_READY] = "the template's start command did not become ready in time; rebuild it with "
+                                    "a working start command or a longer start.timeout_s",
         [XB_E_SANDBOX_PAUSED] = "the sandbox is paused: resume it first with sandbox_resume",
         [XB_E_SANDBOX_FAILED] = "retry; if it persists, check the server log",
         [XB_E_SANDBOX_UNAVAILABLE] = "retry",

@@ -195,7 +195,8 @@ tool_request(json_t *op, json_t *params, const struct xb_tool *t, const struct x
                         break;
                 case XB_ARG_BODY:
                         if (a && (a->flags & XB_ARGF_ENV_PAIRS))
-                                json_object_set_new(bprops, rest, parse(J_REST_ENV, "env", t->name, failed));
+                                json_object_set_new(bprops, rest, parse(strcmp(rest, "env") ? J_REST_MAP : J_REST_ENV,
+                                                                        rest, t->name, failed));
                         else
                                 json_object_set(bprops, rest, s);
                         if (!nullable(s))

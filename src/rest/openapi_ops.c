@@ -189,6 +189,9 @@ const struct xb_op_def xb_op_defs[] = {
                   "allowed).\"}}" },
         { .tool = "sandbox_list", .tag = "sandboxes" },
         { .tool = "sandbox_snapshot", .tag = "templates", .errors = "409" },
+        /* With Accept: text/event-stream the build log streams: step and log events, then result or error. */
+        { .tool = "template_build", .tag = "templates", .errors = "404 409 422",
+          .summary = "Build a template from steps (apt, files, run); the log streams as SSE." },
         { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409 429" },
         { .method = "GET", .path = "/v1/templates", .id = "template_list", .tag = "templates",
           .summary = "List templates: base and the snapshots you made.",

@@ -38,6 +38,11 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
                                            "/v1/sandboxes/{id}/snapshot" },
         [XB_E_TEMPLATE_EXISTS] = { 409, "choose another name, or DELETE /v1/templates/{name} first" },
         [XB_E_TEMPLATE_IN_USE] = { 409, "delete the sandboxes made from it (and their forks) first" },
+        [XB_E_TEMPLATE_BUILD_FAILED] = { 422, "fix the step the message names (its exit code and the end of its log "
+                                              "are in it) and POST /v1/templates again" },
+        [XB_E_TEMPLATE_NOT_READY] = { 504, "the template's start command did not become ready in time: check "
+                                           "it with a sandbox of its `from`, or build it with a longer "
+                                           "start.timeout_s" },
         [XB_E_LAYERS_UNSUPPORTED] = { 409, "the operator must run the server with --layers disk" },
         [XB_E_INVALID_METADATA] = { 400, "pass metadata as a flat object of strings" },
         [XB_E_METADATA_TOO_LARGE] = { 400, "keep metadata small; store data in files instead" },

@@ -180,14 +180,19 @@ xb_layers_overlay_opts(const struct xb_root_spec *root, size_t part, char **ret,
 
         if (part >= XB_LAYER_PARTS || root->nlowers > XB_LAYERS_MAX)
                 return xb_err_msg(err, EINVAL, "too many layers");
+        if (root->own_root && !root->nlowers)
+                return xb_err_msg(err, EINVAL, "a template with its own root has layers");
         r = xb_buf_printf(&b, "lowerdir=");
         for (size_t i = 0; i < root->nlowers && !r; i++)
-                r = xb_buf_printf(&b, XB_LAYER_STAGE "/1/%s/up/%s:", root->lowers[i], name);
-        if (!r && part == 3)
+                r = xb_buf_printf(&b, XB_LAYER_STAGE "/1/%s/up/%s%s", root->lowers[i], name,
+                                  root->own_root && i + 1 == root->nlowers ? "" : ":");
+        /* A template with a root of its own replaces the host's lowers. */
+        if (!r && part == 3 && !root->own_root)
                 r = xb_buf_printf(&b, XB_LAYER_STAGE "/6:");
+        if (!r && !root->own_root)
+                r = xb_buf_printf(&b, XB_LAYER_STAGE "/%zu", 2 + part);
         if (!r)
-                r = xb_buf_printf(&b, XB_LAYER_STAGE "/%zu,upperdir=%s/up/%s,workdir=%s/wk/%s,userxattr", 2 + part,
-                                  up, name, up, name);
+                r = xb_buf_printf(&b, ",upperdir=%s/up/%s,workdir=%s/wk/%s,userxattr", up, name, up, name);
         if (r)
                 return xb_err_set(err, ENOMEM, "overlay options");
         if (b.len >= 4000)
@@ -245,7 +250,8 @@ xb_layers_enter(const struct xb_root_spec *root, const int fds[XB_LAYER_NFDS], u
         if (mkdir(XB_LAYER_STAGE, 0700) < 0 || mkdir("/tmp/r", 0755) < 0)
                 return xb_err_set(err, errno, "make the staging directories");
         for (size_t i = 0; i < XB_LAYER_NFDS; i++) {
-                if (fds[i] < 0 || (i == 0 && root->kind != XB_UPPER_DISK) || (i == 1 && !root->nlowers))
+                if (fds[i] < 0 || (i == 0 && root->kind != XB_UPPER_DISK) || (i == 1 && !root->nlowers) ||
+                    (i >= 2 && root->own_root))
                         continue;
                 snprintf(path, sizeof(path), XB_LAYER_STAGE "/%zu", i);
                 if (mkdir(path, 0700) < 0)

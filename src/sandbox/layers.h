@@ -41,6 +41,7 @@ struct xb_root_spec {
         const char *const *lowers;    /* the store's layers/<name>, top first */
         size_t nlowers;
         uint32_t user;                /* its default user inside (0 or 1000): its workspaces' owner */
+        bool own_root;                /* the lowers are a whole root (mmdebstrap, OCI): no host lowers */
 };
 
 /* Build (or find current) the base root skeleton below runtime_dir:

@@ -100,6 +100,9 @@ xb__send_layers(struct xb_sandbox *sb, const struct xb_sandbox_config *cfg, stru
                 srcs[5] = dpkg;
         }
         srcs[6] = e->dpkg_fix;
+        if (cfg->root->own_root)   /* nothing of the host's */
+                for (size_t i = 2; i < XB_LAYER_NFDS; i++)
+                        srcs[i] = NULL;
         if ((r = xb_layers_idmapped(userns, srcs, fds, err)) < 0)
                 return r;
         {

@@ -464,3 +464,18 @@ xb_store_list(struct xb_store *s, const char *dir, void (*fn)(const char *name, 
                         fn(de->d_name, data);
         return 0;
 }
+
+int
+xb_store_rename_layer(struct xb_store *s, const char *from, const char *to, struct xb_err *err)
+{
+        _cleanup_close_ int d = -EBADF;
+
+        if (valid_name(from) < 0 || valid_name(to) < 0)
+                return xb_err_msg(err, EINVAL, "bad layer name");
+        d = open_dir(s->fd, "layers");
+        if (d < 0)
+                return xb_err_set(err, errno, "open the layer store");
+        if (renameat2(d, from, d, to, RENAME_NOREPLACE) < 0)
+                return xb_err_set(err, errno, "rename layer %s", from);
+        return 0;
+}

@@ -53,5 +53,8 @@ int xb_store_limit(struct xb_store *s, const char *name, uint64_t limit);
 int xb_store_adopt(struct xb_store *s, const char *from, const char *name, uint64_t limit, struct xb_err *err);
 /* Delete dir/<name> (a subvolume) and its qgroup. Idempotent. */
 int xb_store_delete(struct xb_store *s, const char *dir, const char *name, struct xb_err *err);
+/* Rename layers/<from> to layers/<to> (a content name found after an
+ * import); EEXIST when to is there already. */
+int xb_store_rename_layer(struct xb_store *s, const char *from, const char *to, struct xb_err *err);
 /* Call fn for every entry of dir (to delete leftovers of a crash). */
 int xb_store_list(struct xb_store *s, const char *dir, void (*fn)(const char *name, void *data), void *data);

@@ -244,6 +244,12 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("sandbox_snapshot", "ok", {"sandbox_id": created, "name": "golden-snap"}, "ok",
            volatile={"layers", "parent", "created_at_ms"})
     m.call("sandbox_snapshot", "bad_name", {"sandbox_id": created, "name": "../x"}, "error")
+    m.call("template_build", "ok", {"name": "golden-built", "from": None, "apt": None, "run": ["echo hi > /etc/golden"],
+                                    "env": [{"name": "GOLDEN", "value": "1"}], "files": None, "workdir": "/srv",
+                                    "user": None, "start": None, "oci": None}, "ok", volatile={"layers", "created_at_ms", "build"})
+    m.call("template_build", "failing_step", {"name": "golden-bad", "from": None, "apt": None, "run": ["exit 3"],
+                                              "env": None, "files": None, "workdir": None, "user": None,
+                                              "start": None, "oci": None}, "error")
     m.call("sandbox_fork", "ok", {"sandbox_id": created, "count": 1}, "ok", volatile={"sandboxes", "parent"})
     m.call("sandbox_fork", "too_many", {"sandbox_id": created, "count": 1000}, "error")
     m.call("sandbox_pause", "ok", {"sandbox_id": created}, "ok", volatile={"expires_in_ms", "created_at_ms"})

@@ -135,6 +135,7 @@ static const struct {
         { "sandbox_list", "" },
         { "sandbox_delete", "sandbox_id" },
         { "sandbox_snapshot", "name" },
+        { "template_build", "name" },
         { "sandbox_fork", "" },
         { "sandbox_pause", "" },
         { "sandbox_resume", "" },
@@ -395,7 +396,7 @@ Test(catalog, tools_name_operations)
         static const char *const ops[] = {
                 "sandbox_create", "sandbox_network", "sandbox_list", "sandbox_delete", "run_command", "process_start",
                 "process_read", "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
-                "sandbox_ports", "sandbox_snapshot", "sandbox_fork", "sandbox_pause", "sandbox_resume",
+                "sandbox_ports", "sandbox_snapshot", "template_build", "sandbox_fork", "sandbox_pause", "sandbox_resume",
                 NULL,
         };
 
@@ -565,7 +566,8 @@ Test(openapi, tool_operations_reuse_tool_schemas)
                 json_object_foreach(json_object_get(t->input, "properties"), k, s) {
                         json_t *rest = json_object_get(props, k);
 
-                        if (!rest || !strcmp(k, "env"))
+                        /* Name/value pair lists go to REST as objects. */
+                        if (!rest || !strcmp(k, "env") || !strcmp(k, "files"))
                                 continue;
                         cr_assert(json_equal(rest, s), "%s: body field %s differs from the tool's", t->name, k);
                 }

@@ -1,0 +1,449 @@
+"""Templates built from steps, from a clean Debian rootfs (mmdebstrap) and
+from an OCI image archive; their metadata and start commands; and the
+attacks an image's layers may carry."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import server_fixture as sf
+from server_fixture import expect, expect_error, server_factory  # noqa: F401
+
+
+def sh(srv, sid, cmd, user=None, timeout=120):
+    body = {"cmd": cmd, "timeout_s": timeout}
+    if user:
+        body["user"] = user
+    return srv.exec(sid, timeout=timeout + 30, **body)
+
+
+def ok(srv, sid, cmd, user=None, timeout=120) -> str:
+    r = sh(srv, sid, cmd, user, timeout)
+    assert r["exit_code"] == 0, (r["exit_code"], r["stdout"][-2000:], r["stderr"][-2000:])
+    return r["stdout"]
+
+
+def build(srv, body, timeout=600):
+    return srv.post("/v1/templates", body, timeout=timeout)
+
+
+def sse_events(resp):
+    """(event, data) pairs of a text/event-stream reply."""
+    out, name, data = [], None, []
+    for line in resp.iter_lines(decode_unicode=True):
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif line == "" and name:
+            out.append((name, json.loads("\n".join(data)) if data else None))
+            name, data = None, []
+    return out
+
+
+def drop(srv, name):
+    """Delete a template once its sandboxes' ends are through (a sandbox's
+    delete answers before its reference goes)."""
+    for _ in range(100):
+        r = srv.delete(f"/v1/templates/{name}")
+        if r.status_code != 409:
+            break
+        time.sleep(0.1)
+    expect(r, 204)
+
+
+@pytest.fixture
+def srv(server_factory):
+    return server_factory(pool=0)
+
+
+# ---- built from steps ----
+
+def test_build_from_steps_apt_files_env_workdir_start(srv):
+    assert shutil.which("hello") is None   # the host lacks it: apt fetches it in packages mode
+    body = {"name": "xb-steps", "apt": ["hello"],
+            "files": {"/srv/app/greet.txt": "hi from files\n"},
+            "run": ["mkdir -p /srv/app && echo built-by-run > /srv/app/marker",
+                    "printf '#!/bin/sh\\ncd /srv/app && exec python3 -m http.server 8123 --bind 127.0.0.1\\n' "
+                    "> /usr/local/bin/xb-serve && chmod 755 /usr/local/bin/xb-serve"],
+            "env": {"XB_GREETING": "bonjour"}, "workdir": "/srv/app", "user": "user",
+            "start": {"cmd": "xb-serve", "ready": {"port": 8123}, "timeout_s": 20}}
+    r = srv.post("/v1/templates", body, timeout=600, headers={"Accept": "text/event-stream"}, stream=True)
+    expect(r, 200)   # a stream: its outcome is the last event
+    evs = sse_events(r)
+    steps = [d for n, d in evs if n == "step"]
+    assert evs[-1][0] == "result", "".join(d["data"] for n, d in evs if n == "log")[-3000:] + str(evs[-1])
+    assert [s["kind"] for s in steps] == ["apt", "file", "run", "run"], evs[:5]
+    assert steps[-1]["step"] == 4 and steps[-1]["steps"] == 4
+    assert any(n == "log" and "hello" in d["data"] for n, d in evs)
+    res = [d for n, d in evs if n == "result"][-1]
+    assert res["name"] == "xb-steps" and res["state"] == "ready" and res["workdir"] == "/srv/app"
+    assert res["env"] == {"XB_GREETING": "bonjour"} and res["user"] == "user"
+    assert res["start"]["ready"] == {"port": 8123}
+    got = srv.get("/v1/templates/xb-steps").json()
+    assert got["state"] == "ready" and got["layers"] == res["layers"] and len(got["layers"]) == 1
+    # A sandbox of it: the package, the files, env, workdir, user and its server, ready at create.
+    sb = srv.create(template="xb-steps")
+    assert sb["start"]["pid"] > 0, sb
+    sid = sb["id"]
+    out = ok(srv, sid, "hello; cat greet.txt marker; echo $XB_GREETING; pwd; id -u; "
+                       "python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:8123/marker')"
+                       ".read().decode())\"")
+    assert out.split("\n")[:7] == ["Hello, world!", "hi from files", "built-by-run", "bonjour", "/srv/app",
+                                   "1000", "built-by-run"], out
+    # The build sandbox is gone; the template in use cannot be deleted.
+    assert [s["id"] for s in srv.get("/v1/sandboxes").json()["sandboxes"]] == [sid]
+    expect_error(srv.delete("/v1/templates/xb-steps"), 409, "template_in_use")
+    srv.remove(sid)
+    # base stays without it.
+    b = srv.create()["id"]
+    assert sh(srv, b, "command -v hello")["exit_code"] != 0
+    srv.remove(b)
+    drop(srv, "xb-steps")
+
+
+def test_failing_step_reports_index_exit_code_and_log(srv):
+    r = build(srv, {"name": "xb-bad", "run": ["echo one", "echo about-to-fail >&2; exit 7", "echo never"]})
+    expect_error(r, 422, "template_build_failed")
+    msg = r.json()["error"]["message"]
+    assert "step 2 of 3" in msg and "exit code 7" in msg and "about-to-fail" in msg, msg
+    got = srv.get("/v1/templates/xb-bad").json()
+    assert got["state"] == "failed" and got["progress"]["step"] == 2 and got["progress"]["steps"] == 3, got
+    assert "about-to-fail" in got["progress"]["log_tail"]
+    assert got["error"]["code"] == "template_build_failed"
+    # No build sandbox is left; the failed build can be forgotten, and the name built again.
+    assert srv.get("/v1/sandboxes").json()["sandboxes"] == []
+    expect(srv.delete("/v1/templates/xb-bad"), 204)
+    expect_error(srv.get("/v1/templates/xb-bad"), 404, "template_not_found")
+    expect(build(srv, {"name": "xb-bad", "run": ["true"]}), 201)
+    expect(srv.delete("/v1/templates/xb-bad"), 204)
+
+
+def test_progress_while_building(srv):
+    import threading
+    done = {}
+
+    def post():
+        done["r"] = build(srv, {"name": "xb-slowbuild", "run": ["echo first", "echo second-step; sleep 3"]})
+    th = threading.Thread(target=post)
+    th.start()
+    seen = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and th.is_alive():
+        g = srv.get("/v1/templates/xb-slowbuild")
+        if g.status_code == 200 and g.json().get("progress", {}).get("step") == 2:
+            seen = g.json()
+            expect_error(build(srv, {"name": "xb-slowbuild", "run": ["true"]}), 409, "template_exists")
+            expect_error(srv.delete("/v1/templates/xb-slowbuild"), 409, "template_in_use")
+            break
+        time.sleep(0.1)
+    th.join()
+    assert seen and seen["state"] == "building" and seen["progress"]["steps"] == 2, seen
+    assert seen["progress"]["kind"] == "run" and seen["progress"]["sandbox_id"]
+    # The name is taken while it builds; listed with its state.
+    expect(done["r"], 201)
+    assert srv.get("/v1/templates/xb-slowbuild").json()["state"] == "ready"
+    assert "xb-slowbuild" in [t["name"] for t in srv.get("/v1/templates").json()["templates"]]
+    drop(srv, "xb-slowbuild")
+
+
+def test_build_arguments_are_checked(srv):
+    for body, word in (({"run": ["true"]}, "name"), ({"name": "x1", "apt": ["Bad;rm"]}, "apt[0]"),
+                       ({"name": "x1", "workdir": "rel"}, "workdir"),
+                       ({"name": "x1", "files": {"rel/p": "x"}}, "files"),
+                       ({"name": "x1", "start": {"cmd": "x", "ready": {"port": 0}}}, "port"),
+                       ({"name": "x1", "bogus": 1}, "bogus")):
+        r = build(srv, body)
+        expect_error(r, 400, "invalid_request")
+        assert word in r.json()["error"]["message"], (body, r.json())
+    expect_error(build(srv, {"name": "x1", "from": "nosuch"}), 404, "template_not_found")
+    expect_error(build(srv, {"name": "base"}), 409, "template_exists")
+
+
+def test_start_command_that_never_gets_ready_fails_create(srv):
+    expect(build(srv, {"name": "xb-slow", "start": {"cmd": "echo starting; sleep 1; echo bye >&2",
+                                                     "ready": {"port": 8999}, "timeout_s": 5}}), 201)
+    r = srv.post("/v1/sandboxes", {"template": "xb-slow"}, timeout=60)
+    expect_error(r, 504, "template_not_ready")
+    msg = r.json()["error"]["message"]
+    assert "exited" in msg and "port 8999" in msg and "starting" in msg, msg
+    assert srv.get("/v1/sandboxes").json()["sandboxes"] == []
+    # A file readiness.
+    expect(build(srv, {"name": "xb-file", "start": {"cmd": "sleep 0.3; touch /tmp/up; sleep 1000",
+                                                     "ready": {"file": "/tmp/up"}}}), 201)
+    sb = srv.create(template="xb-file")
+    assert sb["start"]["ready_ms"] >= 250, sb
+    srv.remove(sb["id"])
+    for n in ("xb-slow", "xb-file"):
+        drop(srv, n)
+
+
+# ---- a clean Debian root (mmdebstrap) ----
+
+@pytest.mark.skipif(not shutil.which("mmdebstrap"), reason="mmdebstrap is not installed (scripts/deps.sh)")
+def test_from_debian_suite_has_no_host_files(srv):
+    assert os.path.exists("/usr/bin/python3")   # the host has it; a clean minbase does not
+    t0 = time.monotonic()
+    r = build(srv, {"name": "xb-deb", "from": "debian:bookworm", "apt": ["hello"], "run": ["echo deb-step > /etc/xb-step"],
+                    "env": {"XB_D": "1"}}, timeout=900)
+    first = time.monotonic() - t0
+    expect(r, 201)
+    t = r.json()
+    assert t["rootfs"] is True and len(t["layers"]) == 2, t
+    # The clean root is a template of its own, which a second build reuses.
+    deb = srv.get("/v1/templates/debian-bookworm").json()
+    assert deb["rootfs"] is True and t["layers"][1:] == deb["layers"]
+    sid = srv.create(template="xb-deb")["id"]
+    assert ok(srv, sid, "hello") == "Hello, world!\n"   # apt ran on the clean root, through packages mode
+    out = ok(srv, sid, "cat /etc/debian_version /etc/xb-step; echo $XB_D; id -un; "
+                       "test -e /usr/bin/python3 && echo HOST-PYTHON || echo no-python; "
+                       "test -e /usr/lib/x86_64-linux-gnu/libjansson.so.4 && echo HOST-LIB || echo no-lib; "
+                       "grep -c . /var/lib/dpkg/status >/dev/null && dpkg-query -W python3 2>&1 | grep -c 'no packages'")
+    lines = out.split()
+    assert lines[0].startswith("12.") and lines[1:] == ["deb-step", "1", "user", "no-python", "no-lib", "1"], out
+    # Root inside can change its own root; a snapshot of it is still a whole root.
+    ok(srv, sid, "echo mine > /usr/local/xb-mine", user="root")
+    snap = expect(srv.post(f"/v1/sandboxes/{sid}/snapshot", {"name": "xb-deb-snap"}), 201).json()
+    assert snap["rootfs"] is True
+    s2 = srv.create(template="xb-deb-snap")["id"]
+    assert ok(srv, s2, "cat /usr/local/xb-mine; test -e /usr/bin/python3 || echo none").split() == ["mine", "none"]
+    t0 = time.monotonic()
+    expect(build(srv, {"name": "xb-deb2", "from": "debian:bookworm"}), 201)
+    assert time.monotonic() - t0 < max(15, first / 3)   # no second mmdebstrap
+    expect_error(build(srv, {"name": "x", "from": "debian:Bad1"}), 400, "invalid_request")
+    for x in (sid, s2):
+        srv.remove(x)
+    for n in ("xb-deb-snap", "xb-deb", "xb-deb2", "debian-bookworm"):
+        drop(srv, n)
+
+
+# ---- imported from an OCI image archive ----
+
+def _mini_root(root):
+    """A tiny image root: bash, sh and a few tools with their libraries."""
+    import re
+    bins = ["/usr/bin/bash", "/usr/bin/dash", "/usr/bin/cat", "/usr/bin/ls", "/usr/bin/stat", "/usr/bin/id"]
+    libs = set()
+    for b in bins:
+        out = subprocess.run(["ldd", b], capture_output=True, text=True).stdout
+        libs.update(re.findall(r"(/\S+\.so[.\d]*)", out))
+    for d in ("usr/bin", "usr/lib", "usr/lib64", "etc", "srv/w"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
+        os.symlink(target, os.path.join(root, link))
+    for f in bins + sorted(libs):
+        dest = os.path.join(root, "usr", f.lstrip("/").removeprefix("usr/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy2(os.path.realpath(f), dest)
+    os.symlink("dash", os.path.join(root, "usr/bin/sh"))
+
+
+def _umoci(*args):
+    subprocess.run(["umoci", *args], check=True, capture_output=True)
+
+
+def _layer_names(layout):
+    """Every member name of every layer blob of the layout."""
+    import tarfile
+    names = []
+    for dirpath, _, files in os.walk(os.path.join(layout, "blobs")):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            try:
+                with tarfile.open(p) as t:
+                    names += t.getnames()
+            except tarfile.TarError:
+                pass
+    return names
+
+
+@pytest.fixture
+def oci_srv(server_factory, tmp_path):
+    d = tmp_path / "images"
+    d.mkdir()
+    return server_factory("--allow-mount", str(d), pool=0), d
+
+
+@pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+def test_import_oci_archive_with_whiteout_and_config(oci_srv, tmp_path):
+    srv, images = oci_srv
+    layout, bundle = str(tmp_path / "layout"), str(tmp_path / "bundle")
+    _umoci("init", "--layout", layout)
+    _umoci("new", "--image", f"{layout}:v1")
+    _umoci("unpack", "--image", f"{layout}:v1", bundle)
+    _mini_root(os.path.join(bundle, "rootfs"))
+    for n in ("gone.txt", "keep.txt"):
+        with open(os.path.join(bundle, "rootfs/etc", n), "w") as f:
+            f.write(n + "\n")
+    _umoci("repack", "--image", f"{layout}:v1", bundle)
+    shutil.rmtree(bundle)
+    _umoci("unpack", "--image", f"{layout}:v1", bundle)
+    os.unlink(os.path.join(bundle, "rootfs/etc/gone.txt"))
+    with open(os.path.join(bundle, "rootfs/srv/w/hello"), "w") as f:
+        f.write("hello from layer 2\n")
+    _umoci("repack", "--image", f"{layout}:v1", bundle)
+    shutil.rmtree(bundle)
+    _umoci("config", "--image", f"{layout}:v1", "--config.env", "XB_OCI=yes", "--config.workingdir", "/srv/w",
+           "--config.user", "1000", "--config.cmd", "/bin/sh", "--config.cmd", "-c",
+           "--config.cmd", "echo started > /tmp/oci-started; exec sleep 1000")
+    # The second layer deletes gone.txt with a whiteout: the positive control.
+    assert any(n.endswith(".wh.gone.txt") for n in _layer_names(layout))
+    archive = str(images / "img.tar")
+    subprocess.run(["tar", "-C", layout, "-cf", archive, "."], check=True)
+    r = build(srv, {"name": "xb-oci", "oci": archive})
+    expect(r, 201)
+    t = r.json()
+    assert t["rootfs"] is True and t["env"] == {"XB_OCI": "yes"} and t["workdir"] == "/srv/w", t
+    assert t["user"] == "user" and "oci-started" in t["start"]["cmd"], t
+    sid = srv.create(template="xb-oci")["id"]
+    out = ok(srv, sid, "pwd; id -u; echo $XB_OCI; cat hello /etc/keep.txt; test -e /etc/gone.txt && echo present || echo whited-out; "
+                       "for i in 1 2 3 4 5 6 7 8 9 10; do [ -e /tmp/oci-started ] && break; sleep 0.2; done; "
+                       "cat /tmp/oci-started; test -e /usr/bin/python3 || echo no-host-python")
+    assert out.split("\n")[:8] == ["/srv/w", "1000", "yes", "hello from layer 2", "keep.txt", "whited-out", "started",
+                                   "no-host-python"], out
+    # An archive path outside the allowed directories is refused.
+    outside = str(tmp_path / "img.tar")
+    shutil.copy(archive, outside)
+    expect_error(build(srv, {"name": "xb-oci2", "oci": outside}), 400, "invalid_mount")
+    expect_error(build(srv, {"name": "xb-oci2", "oci": archive, "run": ["true"]}), 400, "invalid_request")
+    # Named by the image's digest: the same image twice is one layer.
+    again = expect(build(srv, {"name": "xb-oci-again", "oci": archive}), 201).json()
+    assert again["layers"] == t["layers"] and t["layers"][0].startswith("oci-"), (again, t)
+    drop(srv, "xb-oci-again")
+    srv.remove(sid)
+    drop(srv, "xb-oci")
+    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+
+
+def _evil_layout(root, host_target, mini, hardlink=False):
+    """An OCI layout by hand whose one layer tries ../, an absolute path, a
+    symlink out of the root, a hard link to a host file, a device node and a
+    setuid file, next to a harmless file (the control)."""
+    import hashlib
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        t.add(mini, arcname=".")
+
+        def reg(name, data=b"x\n", mode=0o644):
+            i = tarfile.TarInfo(name)
+            i.size, i.mode = len(data), mode
+            t.addfile(i, io.BytesIO(data))
+        reg("control.txt", b"control\n")
+        reg("../escape-dotdot.txt")
+        reg("/abs-escape.txt")
+        s = tarfile.TarInfo("lnk")
+        s.type, s.linkname = tarfile.SYMTYPE, host_target
+        t.addfile(s)
+        reg("lnk/pwned.txt")
+        if hardlink:
+            h = tarfile.TarInfo("hl")
+            h.type, h.linkname = tarfile.LNKTYPE, "/etc/hostname"
+            t.addfile(h)
+        d = tarfile.TarInfo("evil-mem")
+        d.type, d.devmajor, d.devminor, d.mode = tarfile.CHRTYPE, 1, 1, 0o666
+        t.addfile(d)
+        reg("suid-sh", open("/usr/bin/dash", "rb").read(), 0o4755)
+    layer = buf.getvalue()
+    os.makedirs(os.path.join(root, "blobs/sha256"))
+
+    def put(data):
+        dg = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(root, "blobs/sha256", dg), "wb") as f:
+            f.write(data)
+        return {"digest": "sha256:" + dg, "size": len(data)}
+    lb = put(layer)
+    cfg = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"User": "0"},
+                          "rootfs": {"type": "layers", "diff_ids": [lb["digest"]]}}).encode())
+    man = put(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                          "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
+                          "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lb}]}).encode())
+    with open(os.path.join(root, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **man,
+                                                     "annotations": {"org.opencontainers.image.ref.name": "evil"}}]}, f)
+    with open(os.path.join(root, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    return layer
+
+
+@pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
+    import io
+    import tarfile
+    srv, images = oci_srv
+    target = tmp_path / "host-target"
+    target.mkdir()
+    mini = str(tmp_path / "mini")
+    _mini_root(mini)
+    layout = str(tmp_path / "evil")
+    layer = _evil_layout(layout, str(target), mini)
+    # The attack is in the layer (the control for each check below).
+    with tarfile.open(fileobj=io.BytesIO(layer)) as t:
+        kinds = {m.name: m for m in t.getmembers()}
+    assert kinds["../escape-dotdot.txt"].isfile() and kinds["lnk"].issym() and kinds["evil-mem"].ischr()
+    assert kinds["suid-sh"].mode & 0o4000
+    archive = str(images / "evil.tar")
+    subprocess.run(["tar", "-C", layout, "-cf", archive, "."], check=True)
+    r = build(srv, {"name": "xb-evil", "oci": archive})
+    # Nothing was written outside the root, whatever the import said.
+    assert os.listdir(target) == []
+    for p in (tmp_path / "escape-dotdot.txt", "/escape-dotdot.txt", "/abs-escape.txt",
+              os.path.join(srv.state_dir, "escape-dotdot.txt")):
+        assert not os.path.exists(p), p
+    expect(r, 201)   # umoci clamps the paths into the root; the daemon scrubs the rest
+    if r.status_code == 201:
+        sid = srv.create(template="xb-evil")["id"]
+        out = ok(srv, sid, "cat /control.txt; test -e /evil-mem && echo DEVICE || echo no-device; "
+                           "stat -c %a /suid-sh; test -e /escape-dotdot.txt && echo clamped || echo dropped", user="user")
+        lines = out.split()
+        assert lines[:3] == ["control", "no-device", "755"], out
+        # The setuid copy gives a user nothing: nosuid and no bit.
+        r2 = sh(srv, sid, "/suid-sh -c 'id -u'", user="user")
+        assert r2["stdout"].strip() == "1000", r2
+        srv.remove(sid)
+        drop(srv, "xb-evil")
+    else:
+        expect_error(r, 422, "template_build_failed")
+    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+    # A hard link to a host file: refused (the link's target is looked up in the root).
+    hl = str(tmp_path / "evil-hl")
+    _evil_layout(hl, str(target), mini, hardlink=True)
+    archive_hl = str(images / "evil-hl.tar")
+    subprocess.run(["tar", "-C", hl, "-cf", archive_hl, "."], check=True)
+    r = build(srv, {"name": "xb-evil-hl", "oci": archive_hl})
+    expect_error(r, 422, "template_build_failed")
+    assert "hl" in r.json()["error"]["message"], r.json()
+    # A layout that carries a symlink (to read a host file into the image) is refused.
+    evil2 = str(tmp_path / "evil2")
+    shutil.copytree(layout, evil2, symlinks=True)
+    os.symlink("/etc/shadow", os.path.join(evil2, "blobs/sha256", "0" * 64))
+    archive2 = str(images / "evil2.tar")
+    subprocess.run(["tar", "-C", evil2, "-cf", archive2, "."], check=True)
+    r = build(srv, {"name": "xb-evil2", "oci": archive2})
+    expect_error(r, 422, "template_build_failed")
+    assert "links or special files" in r.json()["error"]["message"]
+
+
+def test_built_metadata_persists_across_restart(server_factory):
+    s1 = server_factory(pool=0)
+    body = {"name": "xb-keep", "run": ["mkdir -p /srv/k && echo kept > /srv/k/f"], "workdir": "/srv/k",
+            "user": "root", "env": {"XB_K": "v"},
+            "start": {"cmd": "sleep 0.2; touch /tmp/up; exec sleep 1000", "ready": {"file": "/tmp/up"},
+                      "timeout_s": 15}}
+    t1 = expect(build(s1, body), 201).json()
+    state = s1.state_dir
+    s1.stop()
+    s2 = server_factory(state_dir=state, pool=0)
+    t2 = s2.get("/v1/templates/xb-keep").json()
+    for k in ("layers", "workdir", "user", "env", "start"):
+        assert t2[k] == t1[k], (k, t1, t2)
+    sb = s2.create(template="xb-keep")
+    assert sb["start"]["ready_ms"] >= 150
+    assert ok(s2, sb["id"], "pwd; id -u; echo $XB_K; cat f").split() == ["/srv/k", "0", "v", "kept"]
+    s2.stop()
