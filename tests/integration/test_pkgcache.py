@@ -88,3 +88,54 @@ def test_apt_second_install_is_served_from_the_cache(server_factory):
     assert "pkgcache" not in r["stdout"].split("END")[0].replace(f"ls: cannot access '{cache}'", ""), r
     s.remove(first)
     s.remove(second)
+
+
+def _npm_registry():
+    try:
+        p = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout.strip() or None
+
+
+def _wait_for_npm(s, sid, host):
+    import time
+    deadline = time.monotonic() + 30
+    while True:
+        r = run(s, sid, "echo \"$npm_config_registry\"")
+        if host in r["stdout"]:
+            return r["stdout"].strip()
+        assert time.monotonic() < deadline, r
+        time.sleep(0.3)
+
+
+def test_npm_second_install_is_served_from_the_cache(server_factory):
+    registry = _npm_registry()
+    if not registry:
+        pytest.skip("npm is not installed on the host")
+    host = registry.split("://", 1)[1].split("/")[0].split(":")[0]
+    s = server_factory(pool=0)
+    first = s.create(network="packages", user="root")["id"]
+    # npm inside is pointed at the registry through the proxy, in plain http
+    # to the proxy (which fetches over TLS itself).
+    url = _wait_for_npm(s, first, host)
+    assert url.startswith("http://") and host in url, url
+    c0 = counters(s)
+    cmd = ("mkdir -p /tmp/app && cd /tmp/app && npm install --no-audit --no-fund is-number 2>&1 | tail -3 && "
+           "node -e \"console.log('IS', require('is-number')(5))\"")
+    r = run(s, first, cmd, user="root", timeout=240)
+    assert r["exit_code"] == 0 and "IS true" in r["stdout"], r
+    c1 = counters(s)
+    assert c1["execbox_package_cache_misses_total"] > c0["execbox_package_cache_misses_total"], (c0, c1)
+    assert c1['execbox_package_cache_bytes_total{direction="stored"}'] > 0, c1
+
+    second = s.create(network="packages", user="root")["id"]
+    r = run(s, second, "ls /tmp/app/node_modules/is-number 2>&1 || echo ABSENT", user="root")
+    assert "ABSENT" in r["stdout"], r
+    r = run(s, second, cmd, user="root", timeout=240)
+    assert r["exit_code"] == 0 and "IS true" in r["stdout"], r
+    c2 = counters(s)
+    assert c2["execbox_package_cache_hits_total"] > c1["execbox_package_cache_hits_total"], (c1, c2)
+    assert c2["execbox_package_cache_misses_total"] == c1["execbox_package_cache_misses_total"], (c1, c2)
+    s.remove(first)
+    s.remove(second)
