@@ -36,10 +36,11 @@ struct xb_fetch_req {
 
 int xb_upstream_open(struct xb_loop *loop, struct xb_upstream **ret, struct xb_err *err);
 void xb_upstream_close(struct xb_upstream *u);
-/* Start a fetch (the callbacks come from the loop, never from here); NULL
- * when it could not start (fd is closed then). */
+/* Start a fetch (its callbacks come later, from the loop); NULL when it
+ * could not start (fd is closed then). */
 struct xb_fetch *xb_fetch_start(struct xb_upstream *u, const struct xb_fetch_req *r, const struct xb_fetch_ops *ops,
                                 void *arg);
+/* After data said "not now": may call data, and done, before it returns. */
 void xb_fetch_resume(struct xb_fetch *f);
 /* Stop and free f; no callback after this. */
 void xb_fetch_cancel(struct xb_fetch *f);
