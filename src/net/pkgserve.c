@@ -44,7 +44,7 @@ struct xb_pkgreq {
         struct xb_io cio;
         char *url;
         char **hdrs;                  /* NULL-terminated */
-        bool cacheable, head_only, store, head_done, fetch_done, shut, paused;
+        bool cacheable, head_only, store, head_done, fetch_done, shut, paused, c_eof;
         struct xb_fetch *fetch;
         struct xb_pkgfill *fill;
         uint64_t expect;
@@ -113,8 +113,10 @@ static void on_client_io(struct xb_io *io, uint32_t events);
 static void
 want(struct xb_pkgreq *p)
 {
-        uint32_t ev = EPOLLIN | EPOLLRDHUP;
+        uint32_t ev = p->c_eof ? 0 : EPOLLIN | EPOLLRDHUP;
 
+        if (p->c->dead)
+                return;
         if (p->len > p->off || p->file_left)
                 ev |= EPOLLOUT;
         if (!p->cio.active)
@@ -155,6 +157,8 @@ finish(struct xb_pkgreq *p)
         p->shut = true;
         shutdown(p->c->cfd, SHUT_WR);
         touch(p);
+        if (p->c_eof)
+                xb__px_close(p->c);
 }
 
 static void
@@ -163,15 +167,28 @@ on_client_io(struct xb_io *io, uint32_t events)
         struct xb_pkgreq *p = io->data;
         struct xb_conn *c = p->c;
 
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        if (events & (EPOLLERR | EPOLLHUP)) {   /* nothing more can reach it */
+                xb__px_close(c);
+                return;
+        }
+        if (events & (EPOLLIN | EPOLLRDHUP) && !p->c_eof) {
                 char junk[4096];
                 ssize_t r = recv(c->cfd, junk, sizeof(junk), MSG_DONTWAIT);
 
                 /* More requests on this connection are not answered: the
                  * reply says Connection: close, and the client asks again. */
-                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                if (r < 0 && errno != EAGAIN && errno != EINTR) {
                         xb__px_close(c);   /* gone: a fill in flight is dropped */
                         return;
+                }
+                if (r == 0) {
+                        /* Its end after ours: done. Before ours it may only
+                         * have half-closed; a write to a gone client fails. */
+                        if (p->shut) {
+                                xb__px_close(c);
+                                return;
+                        }
+                        p->c_eof = true;
                 }
         }
         if (events & EPOLLOUT) {
@@ -218,7 +235,8 @@ on_client_io(struct xb_io *io, uint32_t events)
         }
         if (p->fetch_done && p->len == p->off && !p->file_left)
                 finish(p);
-        want(p);
+        if (!c->dead)
+                want(p);
 }
 
 /* ---- a miss, or a pass-through: the daemon fetches ---- */
@@ -345,8 +363,9 @@ take(struct xb_conn *c)
         xb_io_stop(&c->uio);
         c->uwant = 0;
         xb_timer_stop(&c->timer);
+        /* c->st stays: the proxy's own handler may still be on the stack,
+         * and must not take c for one it relays. */
         c->pkg_owned = true;
-        c->st = C_RELAY;
 }
 
 void
