@@ -299,3 +299,35 @@ def test_eviction_keeps_the_bound(server_factory, net):
     assert out.startswith("4000"), out
     assert counters(s)["execbox_package_cache_bytes"] <= 2500
     s.remove(sid)
+
+
+def test_concurrent_misses_of_one_url_store_one_whole_copy(server_factory, net):
+    s = server_factory("--dns-server", fakenet.DNS_ADDR, "--package-source", "http://pkg.test/bytes", pool=0)
+    sids = [s.create(network="packages")["id"] for _ in range(2)]
+    url = "http://pkg.test/bytes/3000000.deb"
+    cmd = ("for i in 1 2 3; do curl -sS -m 30 -o /tmp/f$i -w '%{size_download}\\n' " + url + " & done; wait")
+    import threading
+    outs = {}
+
+    def go(sid):
+        outs[sid] = run(s, sid, cmd)["stdout"].split()
+
+    ts = [threading.Thread(target=go, args=(sid,)) for sid in sids]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for sid in sids:
+        assert outs[sid] == ["3000000"] * 3, outs
+    c = counters(s)
+    assert c["execbox_package_cache_entries"] == 1, c
+    assert c["execbox_package_cache_bytes"] == 3000000, c
+    cache = os.path.join(s.state_dir, "pkgcache")
+    objs = os.listdir(os.path.join(cache, "objects"))
+    assert len(objs) == 1 and os.path.getsize(os.path.join(cache, "objects", objs[0])) == 3000000, objs
+    assert not os.listdir(os.path.join(cache, "tmp")), "a fill was left behind"
+    r = run(s, sids[0], f"curl -sS -o /dev/null -w '%{{size_download}}' {url}")
+    assert r["stdout"] == "3000000"
+    assert counters(s)["execbox_package_cache_hits_total"] == c["execbox_package_cache_hits_total"] + 1
+    for sid in sids:
+        s.remove(sid)
