@@ -64,7 +64,8 @@ load_gnutls(struct xb_err *err)
                 return 0;
         h = dlopen(XB_GNUTLS_SONAME, RTLD_NOW | RTLD_LOCAL);
         if (!h || !(*(void **)&gt.init = dlsym(h, "gnutls_hash_init")) ||
-            !(*(void **)&gt.hash = dlsym(h, "gnutls_hash")) || !(*(void **)&gt.deinit = dlsym(h, "gnutls_hash_deinit")) ||
+            !(*(void **)&gt.hash = dlsym(h, "gnutls_hash")) ||
+            !(*(void **)&gt.deinit = dlsym(h, "gnutls_hash_deinit")) ||
             !(*(void **)&gt.fast = dlsym(h, "gnutls_hash_fast")))
                 return xb_err_msg(err, ENOENT, "the package cache needs GnuTLS's SHA-256 (%s)", XB_GNUTLS_SONAME);
         return 0;

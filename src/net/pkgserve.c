@@ -73,7 +73,9 @@ ends_with(const char *s, size_t len, const char *suffix)
 static bool
 immutable(const char *path, size_t len)
 {
-        if (memchr(path, '?', len))
+        /* One spelling a file: no query, fragment, dot segment or
+         * backslash, which curl or the upstream would read otherwise. */
+        if (memchr(path, '?', len) || memchr(path, '#', len) || memchr(path, '\\', len) || memmem(path, len, "/.", 2))
                 return false;
         return ends_with(path, len, ".deb") || ends_with(path, len, ".udeb") || ends_with(path, len, ".whl") ||
                (ends_with(path, len, ".tgz") && memmem(path, len, "/-/", 3));
@@ -520,7 +522,8 @@ xb__pkg_request(struct xb_conn *c)
 
                 if (fd >= 0) {
                         char buf[256];
-                        int n = snprintf(buf, sizeof(buf), "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                        int n = snprintf(buf, sizeof(buf),
+                                         "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
                                          "Content-Length: %llu\r\nConnection: close\r\nX-Execbox-Cache: hit\r\n\r\n",
                                          (unsigned long long)size);
 

@@ -254,6 +254,7 @@ def test_a_sandbox_cannot_poison_the_cache(server_factory, net):
     # A Range request and a query string are never stored either.
     _get(s, evil, "http://pkg.test/debian/pool/x_1.0_all.deb", "-r 0-3")
     _get(s, evil, "http://pkg.test/debian/pool/x_1.0_all.deb?v=evil")
+    _get(s, evil, "http://pkg.test/debian/pool/../pool/x_1.0_all.deb", "--path-as-is")
     assert counters(s)["execbox_package_cache_entries"] == c0["execbox_package_cache_entries"]
 
     # The real fetch of that URL stores what its upstream said, and the next
