@@ -352,6 +352,7 @@ bench: deps
 	$(BUILD)/bench/bench_run $(EXECBOX)
 	$(BUILD)/bench/bench_server $(EXECBOX)
 	python3 bench/net_bench.py $(EXECBOX)
+	python3 bench/pkgcache_bench.py $(EXECBOX)
 	/usr/bin/python3 bench/e2b_bench.py $(EXECBOX)
 
 $(BUILD)/bench/%: bench/%.c

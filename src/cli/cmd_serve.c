@@ -69,6 +69,8 @@ serve_usage(FILE *f)
               "  --dns-server IP[:PORT] the resolver egress asks (default: the host's)\n"
               "  --network-connections N  egress connections per sandbox (default 64)\n"
               "  --network-rate SIZE    egress bytes per second per sandbox (default 1G; 0 none)\n"
+              "  --package-cache-size SIZE  the package cache shared by all sandboxes, in the\n"
+              "                         state dir, least recently used out (default 4G; 0 none)\n"
               "  --mcp-allowed-host H   /mcp also accepts this Host and Origin, as behind a\n"
               "                         reverse proxy (repeatable; default loopback only)\n"
               "  --mcp-pause-after DUR  pause an idle MCP session's sandbox (default 300s; 0 never)\n"

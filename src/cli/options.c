@@ -34,7 +34,7 @@ enum {
         O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE,
-        O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER,
+        O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER, O_PKG_CACHE_SIZE,
         O_PAUSED_TTL, O_MAX_LIFETIME, O_DRAIN_TIMEOUT, O_STOP_SANDBOXES,
         O_MAX_MEM, O_MAX_PIDS, O_MAX_CPUS, O_MAX_DISK, O_QUOTA,
 };
@@ -97,6 +97,7 @@ static const struct {
         { { "dns-server", required_argument, NULL, O_DNS_SERVER }, SERVE },
         { { "network-connections", required_argument, NULL, O_NET_CONNS }, SERVE },
         { { "network-rate", required_argument, NULL, O_NET_RATE }, SERVE },
+        { { "package-cache-size", required_argument, NULL, O_PKG_CACHE_SIZE }, SERVE },
         { { "paused-ttl", required_argument, NULL, O_PAUSED_TTL }, SERVE },
         { { "max-lifetime", required_argument, NULL, O_MAX_LIFETIME }, SERVE },
         { { "drain-timeout", required_argument, NULL, O_DRAIN_TIMEOUT }, SERVE },
@@ -136,6 +137,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->package_sources = a->sources;
         o->network_conns = XB_NET_CONNS_DEFAULT;
         o->network_rate = 1ull << 30;
+        o->package_cache_size = 4ull << 30;
         if (cmd == XB_CMD_SERVE) {
                 o->listen = "127.0.0.1:8000";
                 o->state_dir = "/var/lib/execbox";
@@ -406,6 +408,7 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 o->network_conns = (unsigned)v;
                 break;
         case O_NET_RATE: r = xb_parse_size(arg, &o->network_rate, err); break;
+        case O_PKG_CACHE_SIZE: r = xb_parse_size(arg, &o->package_cache_size, err); break;
         }
         return r;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "core/core.h"
 
@@ -59,9 +60,21 @@ xb_sbx_copy_network(struct xb_sbx *x, const struct xb_sbx *from, struct xb_netpo
 const char *const *
 xb_sbx_net_env(const struct xb_sbx *x)
 {
+        /* Callers copy it at once (one thread): a static vector will do. */
+        static const char *with_pkg[ARRAY_SIZE(proxy_env) + 8];
+        const char *const *extra;
+        size_t n = 0;
+
         if (!x->net || xb_net_policy(x->net)->mode == XB_NET_NONE)
                 return NULL;
-        return proxy_env;
+        if (xb_net_policy(x->net)->mode != XB_NET_PACKAGES || !(extra = xb_netsys_pkg_env(x->core->net)))
+                return proxy_env;
+        for (size_t i = 0; proxy_env[i]; i++)
+                with_pkg[n++] = proxy_env[i];
+        for (size_t i = 0; extra[i] && n < ARRAY_SIZE(with_pkg) - 1; i++)
+                with_pkg[n++] = extra[i];
+        with_pkg[n] = NULL;
+        return with_pkg;
 }
 
 json_t *

@@ -298,7 +298,11 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                  * and npm registry, read now (never written anywhere). */
                 char **host_src = NULL;
                 size_t nhost = 0;
+                char cache_dir[4096];
                 int r;
+
+                if (s->o.state_dir)
+                        snprintf(cache_dir, sizeof(cache_dir), "%s/pkgcache", s->o.state_dir);
 
                 if (!s->o.npackage_sources)
                         xb_net_host_sources("/etc/apt", &host_src, &nhost);
@@ -309,6 +313,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                         .nsources = s->o.npackage_sources ? s->o.npackage_sources : nhost,
                         .npm_registry = !s->o.npackage_sources, .dns_server = s->o.dns_server,
                         .conns_max = s->o.network_conns, .rate = s->o.network_rate,
+                        .cache_dir = s->o.state_dir ? cache_dir : NULL, .cache_size = s->o.package_cache_size,
                 };
                 r = xb_core_open(&co, s->loop, &s->core, &err);
                 for (size_t i = 0; i < nhost; i++)

@@ -53,6 +53,7 @@ struct xb_server_opts {
         const char *dns_server;       /* --dns-server: the resolver egress asks (default: the host's) */
         unsigned network_conns;       /* --network-connections per sandbox */
         uint64_t network_rate;        /* --network-rate: bytes per second per sandbox; 0 unbounded */
+        uint64_t package_cache_size;  /* --package-cache-size: the shared package cache; 0 none */
         int layers;                   /* XB_LAYERS_*: --layers disk, memory or none */
         uint64_t store_size;          /* --store-size: the layer store's image */
         bool mount_owner_set;         /* --mount-owner UID:GID */

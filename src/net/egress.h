@@ -22,6 +22,7 @@
 
 #include "base/err.h"
 #include "base/loop.h"
+#include "net/pkgcache.h"
 #include "net/policy.h"
 
 #define XB_NET_PROXY_PORT 3128
@@ -43,6 +44,8 @@ struct xb_netsys_opts {
         const char *dns_server;       /* "IP" or "IP:PORT"; NULL: the host's resolv.conf */
         unsigned conns_max;           /* per sandbox; 0: XB_NET_CONNS_DEFAULT */
         uint64_t rate;                /* bytes per second per sandbox; 0: unbounded */
+        const char *cache_dir;        /* the package cache's home; NULL: no cache */
+        uint64_t cache_size;          /* its bound; 0: no cache */
 };
 
 struct xb_netsys_stats {
@@ -60,6 +63,12 @@ int xb_netsys_open(const struct xb_netsys_opts *o, struct xb_loop *loop, struct 
 void xb_netsys_close(struct xb_netsys *ns);
 const struct xb_netsys_stats *xb_netsys_stats(const struct xb_netsys *ns);
 enum xb_netmode xb_netsys_max(const struct xb_netsys *ns);
+/* The package cache's counters, or NULL when there is no cache. */
+const struct xb_pkgcache_stats *xb_netsys_pkgcache(const struct xb_netsys *ns);
+/* What processes in `packages` mode get besides the proxy's env: npm's
+ * and pip's index URLs, pointed through the package cache; NULL-terminated,
+ * valid until the next turn of the loop. */
+const char *const *xb_netsys_pkg_env(const struct xb_netsys *ns);
 /* {"max", "deny", "package_sources"}: what the operator set. */
 json_t *xb_netsys_json(const struct xb_netsys *ns);
 

@@ -13,10 +13,18 @@
 #define XB_NET_DNS_INFLIGHT 64
 #define XB_NET_DNS_TCP_MAX 8
 
+enum xb_source_kind { XB_SRC_ANY, XB_SRC_NPM, XB_SRC_PIP };
+
 struct xb_source {
         char *host;
         uint16_t port;                /* the URL's port (80 or 443 when it names none) */
+        bool https;
+        char *path;                   /* the URL's path, no trailing slash ("" for /) */
+        enum xb_source_kind kind;     /* npm=URL, pip=URL, or guessed */
 };
+
+struct xb_pkgcache;
+struct xb_upstream;
 
 struct xb_resolver;
 
@@ -38,6 +46,11 @@ struct xb_netsys {
         struct xb_io npm_io;
         char npm_buf[512];
         size_t npm_len;
+        /* the package cache: the store (NULL: none) and the daemon's own
+         * fetches (NULL: libcurl missing; no https source is upgraded) */
+        struct xb_pkgcache *pkg;
+        struct xb_upstream *up;
+        char **env;                   /* packages mode's extra env (pkgenv.c) */
 };
 
 struct xb_netlog_entry {
@@ -77,6 +90,10 @@ struct xb_net {
         uint64_t log_first, log_next;
         uint64_t allowed, denied, bytes_out, bytes_in;
 };
+
+/* pkgenv.c: rebuild ns->env from the sources (after each is added). */
+void xb__netsys_pkg_env_build(struct xb_netsys *ns);
+void xb__netsys_pkg_env_free(struct xb_netsys *ns);
 
 /* netsys.c */
 struct xb_resolver *xb__netsys_resolver(struct xb_netsys *ns);

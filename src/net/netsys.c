@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "net/net_int.h"
+#include "net/upstream.h"
 
 extern char **environ;
 
@@ -53,15 +54,22 @@ xb__netsys_resolver(struct xb_netsys *ns)
         return ns->res;
 }
 
-/* "http://host[:port]/path" -> host and port; 0 or -EINVAL. */
+/* "[npm=|pip=|apt=]http[s]://host[:port]/path" -> kind, host, port, path;
+ * 0 or -EINVAL. A path ending in /simple is a pip index. */
 static int
-parse_source(const char *url, struct xb_source *ret)
+parse_source(const char *url, enum xb_source_kind kind, struct xb_source *ret)
 {
-        const char *p = strstr(url, "://"), *end;
+        const char *p, *end;
         char host[XB_NETNAME_MAX + 1];
         unsigned long port;
         bool https;
+        size_t pl;
 
+        if (!strncmp(url, "npm=", 4) || !strncmp(url, "pip=", 4) || !strncmp(url, "apt=", 4)) {
+                kind = url[0] == 'n' ? XB_SRC_NPM : url[0] == 'p' ? XB_SRC_PIP : XB_SRC_ANY;
+                url += 4;
+        }
+        p = strstr(url, "://");
         if (!p)
                 return -EINVAL;
         https = (size_t)(p - url) == 5 && !strncasecmp(url, "https", 5);
@@ -83,30 +91,50 @@ parse_source(const char *url, struct xb_source *ret)
         }
         if (!xb_netname_normalize(host))
                 return -EINVAL;
+        end += strcspn(end, "/?#");
+        pl = strcspn(end, "?#");
+        while (pl && end[pl - 1] == '/')
+                pl--;
+        ret->path = strndup(end, pl);
+        if (kind == XB_SRC_ANY && ((pl >= 7 && !strncmp(end + pl - 7, "/simple", 7))))
+                kind = XB_SRC_PIP;
+        ret->kind = kind;
+        ret->https = https;
         ret->host = strdup(host);
         ret->port = (uint16_t)port;
-        return ret->host ? 0 : -ENOMEM;
+        if (!ret->host || !ret->path) {
+                free(ret->host);
+                free(ret->path);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 static int
-add_source(struct xb_netsys *ns, const char *url)
+add_source(struct xb_netsys *ns, const char *url, enum xb_source_kind kind)
 {
         struct xb_source s, *n;
 
-        if (parse_source(url, &s) < 0)
+        if (parse_source(url, kind, &s) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < ns->nsrc; i++)
-                if (!strcmp(ns->src[i].host, s.host) && ns->src[i].port == s.port) {
+                if (!strcmp(ns->src[i].host, s.host) && ns->src[i].port == s.port && ns->src[i].https == s.https &&
+                    !strcmp(ns->src[i].path, s.path)) {
+                        if (s.kind != XB_SRC_ANY)
+                                ns->src[i].kind = s.kind;
                         free(s.host);
+                        free(s.path);
                         return 0;
                 }
         n = reallocarray(ns->src, ns->nsrc + 1, sizeof(*n));
         if (!n) {
                 free(s.host);
+                free(s.path);
                 return -ENOMEM;
         }
         ns->src = n;
         ns->src[ns->nsrc++] = s;
+        xb__netsys_pkg_env_build(ns);
         return 0;
 }
 
@@ -121,7 +149,7 @@ npm_done(struct xb_netsys *ns)
         ns->npm_pid = 0;
         ns->npm_buf[ns->npm_len] = '\0';
         ns->npm_buf[strcspn(ns->npm_buf, "\r\n")] = '\0';
-        if (ns->npm_buf[0] && add_source(ns, ns->npm_buf) == 0)
+        if (ns->npm_buf[0] && add_source(ns, ns->npm_buf, XB_SRC_NPM) == 0)
                 xb_info("network: package source %s (npm config get registry)", ns->npm_buf);
 }
 
@@ -195,7 +223,7 @@ xb_netsys_open(const struct xb_netsys_opts *o, struct xb_loop *loop, struct xb_n
                         }
         }
         for (size_t i = 0; i < o->nsources; i++)
-                if (add_source(ns, o->sources[i]) < 0) {
+                if (add_source(ns, o->sources[i], XB_SRC_ANY) < 0) {
                         r = xb_err_msg(err, EINVAL, "--package-source `%.128s` is not an http:// or https:// URL",
                                        o->sources[i]);
                         goto fail;
@@ -203,6 +231,17 @@ xb_netsys_open(const struct xb_netsys_opts *o, struct xb_loop *loop, struct xb_n
         if ((r = xb__resolver_open(loop, o->dns_server, &ns->res, err)) < 0)
                 goto fail;
         read_self(ns);
+        if (o->max >= XB_NET_PACKAGES) {
+                struct xb_err e2 = { 0 };
+
+                /* Without libcurl there is no cache and no https upgrade:
+                 * requests go the proxy's usual way. */
+                if (xb_upstream_open(loop, &ns->up, &e2) < 0)
+                        xb_warn("network: no package cache (%s)", e2.msg);
+                else if (o->cache_dir && o->cache_size &&
+                         xb_pkgcache_open(o->cache_dir, o->cache_size, &ns->pkg, &e2) < 0)
+                        xb_warn("network: no package cache (%s)", e2.msg);
+        }
         if (o->npm_registry && o->max >= XB_NET_PACKAGES)
                 ask_npm(ns);
         ns->o.deny = NULL;
@@ -224,11 +263,16 @@ xb_netsys_close(struct xb_netsys *ns)
                 npm_done(ns);
         }
         xb__resolver_close(ns->res);
+        xb_upstream_close(ns->up);
+        xb_pkgcache_close(ns->pkg);
+        xb__netsys_pkg_env_free(ns);
         for (size_t i = 0; i < ns->ndeny; i++)
                 xb_netrule_free(&ns->deny[i]);
         free(ns->deny);
-        for (size_t i = 0; i < ns->nsrc; i++)
+        for (size_t i = 0; i < ns->nsrc; i++) {
                 free(ns->src[i].host);
+                free(ns->src[i].path);
+        }
         free(ns->src);
         free(ns);
 }
@@ -237,6 +281,12 @@ const struct xb_netsys_stats *
 xb_netsys_stats(const struct xb_netsys *ns)
 {
         return &ns->st;
+}
+
+const struct xb_pkgcache_stats *
+xb_netsys_pkgcache(const struct xb_netsys *ns)
+{
+        return ns->pkg ? xb_pkgcache_stats(ns->pkg) : NULL;
 }
 
 enum xb_netmode
@@ -252,8 +302,16 @@ xb_netsys_json(const struct xb_netsys *ns)
 
         for (size_t i = 0; i < ns->ndeny; i++)
                 json_array_append_new(deny, json_string(ns->deny[i].text));
-        for (size_t i = 0; i < ns->nsrc; i++)
-                json_array_append_new(src, json_pack("{s:s,s:i}", "host", ns->src[i].host, "port", ns->src[i].port));
+        for (size_t i = 0; i < ns->nsrc; i++) {
+                bool seen = false;
+
+                /* One entry a host and port: what the policy opens. */
+                for (size_t j = 0; j < i; j++)
+                        seen |= !strcmp(ns->src[j].host, ns->src[i].host) && ns->src[j].port == ns->src[i].port;
+                if (!seen)
+                        json_array_append_new(src, json_pack("{s:s,s:i}", "host", ns->src[i].host, "port",
+                                                             ns->src[i].port));
+        }
         return json_pack("{s:s,s:o,s:o}", "max", xb_netmode_name(ns->o.max), "deny", deny, "package_sources", src);
 }
 

@@ -86,6 +86,7 @@ xb__px_close(struct xb_conn *c)
         if (c->dead)
                 return;
         c->dead = true;
+        xb__pkg_release(c);
         xb_io_stop(&c->cio);
         xb_io_stop(&c->uio);
         xb_timer_stop(&c->timer);
@@ -253,7 +254,7 @@ xb__px_update(struct xb_conn *c)
 {
         uint32_t cw = 0, uw = 0;
 
-        if (c->dead || !c->net)
+        if (c->dead || !c->net || c->pkg_owned)
                 return;
         if (pending(&c->down))
                 cw |= EPOLLOUT;
@@ -577,6 +578,8 @@ xb__px_resolve(struct xb_conn *c)
                 deny(c, rule);
                 return;
         }
+        if (c->kind == K_FORWARD && xb__pkg_request(c))
+                return;
         c->st = C_RESOLVE;
         xb_timer_start(n->ns->loop, &c->timer, 30000, on_timeout, c);
         xb__px_update(c);
@@ -654,6 +657,10 @@ start_relay(struct xb_conn *c)
                 ARES(freeaddrinfo)(c->ai);
                 c->ai = NULL;
                 c->node = NULL;
+        }
+        if (c->pkg) {
+                xb__pkg_connected(c);
+                return;
         }
         c->st = C_RELAY;
         pipe_for(&c->up);

@@ -44,6 +44,8 @@ struct xb_conn {
         uint64_t logoff, out, in;
         char *fwd_head;               /* the rebuilt request head (K_FORWARD) */
         size_t fwd_len;
+        struct xb_pkgreq *pkg;        /* the package cache's (pkgserve.c), or NULL */
+        bool pkg_owned;               /* pkgserve.c drives the client side */
 };
 
 /* SOCKS5 reply codes (RFC 1928 section 6). */
@@ -66,3 +68,9 @@ void xb__px_update(struct xb_conn *c);
 void xb__px_resolve(struct xb_conn *c);
 /* proxy_parse.c: the request in c->up, once more of it has come. */
 void xb__px_parse_head(struct xb_conn *c);
+/* pkgserve.c, the package cache's hooks: a forwarded request the policy
+ * allowed (true: taken, served from the store), the upstream connected
+ * for one it marked (c->pkg), and c closing. */
+bool xb__pkg_request(struct xb_conn *c);
+void xb__pkg_connected(struct xb_conn *c);
+void xb__pkg_release(struct xb_conn *c);

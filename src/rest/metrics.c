@@ -61,6 +61,29 @@ execs(struct xb_buf *b, const char *name, const char *tenant, const uint64_t *by
 }
 
 /* The per-tenant families: every tenant for an admin (tm == NULL), else one. */
+/* The shared package cache (net/pkgcache.h): the operator's, not a tenant's. */
+static void
+package_cache(struct xb_buf *b, const struct xb_pkgcache_stats *pc)
+{
+        if (!pc)
+                return;
+        counter(b, "execbox_package_cache_hits_total", "Package downloads served from the shared package cache.",
+                pc->hits);
+        counter(b, "execbox_package_cache_misses_total",
+                "Cacheable package downloads fetched upstream (and stored when whole).", pc->misses);
+        family(b, "execbox_package_cache_bytes_total", "counter",
+               "Bytes of the package cache: served from it to sandboxes, and stored into it.");
+        xb_buf_printf(b, "execbox_package_cache_bytes_total{direction=\"served\"} %llu\n"
+                         "execbox_package_cache_bytes_total{direction=\"stored\"} %llu\n",
+                      (unsigned long long)pc->bytes_served, (unsigned long long)pc->bytes_stored);
+        counter(b, "execbox_package_cache_evictions_total", "Package cache entries evicted, least recently used first.",
+                pc->evictions);
+        gauge(b, "execbox_package_cache_bytes", "Bytes the package cache holds now.", (double)pc->size);
+        gauge(b, "execbox_package_cache_entries", "URLs the package cache holds now.", (double)pc->entries);
+        gauge(b, "execbox_package_cache_max_bytes", "The package cache's bound (--package-cache-size).",
+              (double)pc->max);
+}
+
 static void
 tenants(struct xb_buf *b, const struct xb_metrics *m, const struct xb_tenant_metrics *only)
 {
@@ -187,6 +210,7 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
                 xb_buf_printf(b, "execbox_egress_dns_queries_total{answer=\"relayed\"} %llu\n"
                                  "execbox_egress_dns_queries_total{answer=\"refused\"} %llu\n",
                               (unsigned long long)ns->dns_answered, (unsigned long long)ns->dns_refused);
+                package_cache(b, xb_netsys_pkgcache(s->net));
         }
         if (s->eng->store) {
                 size_t nt = 0;

@@ -3,7 +3,9 @@
 
     fakenet_server.py web  DIR        HTTP on :80 and HTTPS on :443 (DIR/cert.pem, key.pem);
                                       GET /who answers "host=<Host> peer=<ip> path=<path>",
-                                      GET /bytes/N answers N bytes (benchmarks)
+                                      GET .../bytes/N[.ext] answers N bytes (benchmarks),
+                                      GET /pypi/... serves DIR/pypi/ (a test's wheel index);
+                                      every GET is logged to DIR/requests.log
     fakenet_server.py dns  ADDR ZONE  DNS over UDP and TCP on ADDR:53; ZONE is a JSON file
                                       {"name": ["ip", ...]} re-read on every query
     fakenet_server.py trap LOG        accept on :80 and :443 and log every connection to LOG
@@ -26,9 +28,29 @@ class Web(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    root = None
+
     def do_GET(self):
-        if self.path.startswith("/bytes/"):
-            n = int(self.path.split("/")[2])
+        if self.root:
+            with open(os.path.join(self.root, "requests.log"), "a") as f:
+                f.write(f"{self.headers.get('Host')} {self.path}\n")
+        if self.path.startswith("/pypi/") and self.root and ".." not in self.path:
+            p = os.path.join(self.root, self.path.lstrip("/").split("?")[0])
+            if os.path.isdir(p):
+                p = os.path.join(p, "index.html")
+            if not os.path.isfile(p):
+                self.send_error(404)
+                return
+            with open(p, "rb") as f:
+                body = f.read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Type", "text/html" if p.endswith(".html") else "application/octet-stream")
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if "/bytes/" in self.path:
+            n = int(self.path.split("/bytes/")[1].split(".")[0])
             self.send_response(200)
             self.send_header("Content-Length", str(n))
             self.send_header("Content-Type", "application/octet-stream")
@@ -55,6 +77,7 @@ class ThreadedHTTP(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 def web(d):
+    Web.root = d
     plain = ThreadedHTTP(("0.0.0.0", 80), Web)
     tls = ThreadedHTTP(("0.0.0.0", 443), Web)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
