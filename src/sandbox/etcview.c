@@ -19,7 +19,7 @@
 #include "sandbox/mountplan.h"
 
 #define STAMP ".execbox-stamp"
-#define STAMP_VERSION "v3"   /* what build() writes: bumped when it changes */
+#define STAMP_VERSION "v4"   /* what build() writes: bumped when it changes */
 #define CHECKED "etc.checked"   /* its mtime: when the view was last found current */
 #define RETIRED ".execbox-retired"  /* in a view: its mtime is when it stopped being current */
 
@@ -188,11 +188,28 @@ rm_rf_at(int dir, const char *name, int depth)
         return unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
+/* Debian's static system accounts (base-passwd's masters: the same on every
+ * Debian host, none of the host's own users), so that maintainer scripts
+ * find the owners they chown to (man-db's trigger: man); then the sandbox's
+ * user. Without base-passwd, the bare minimum. */
+static int
+accounts(char **ret, const char *master, const char *fallback, const char *user_line)
+{
+        _cleanup_close_ int dir = open("/usr/share/base-passwd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+
+        if (dir < 0 || xb_read_file_at(dir, master, 16384, &text, &len) < 0 || !len || text[len - 1] != '\n')
+                return asprintf(ret, "%s%s", fallback, user_line) < 0 ? -ENOMEM : 0;
+        return asprintf(ret, "%s%s", text, user_line) < 0 ? -ENOMEM : 0;
+}
+
 static int
 build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
 {
         struct budget b = { 0 };
-        char passwd[512], group[256];
+        _cleanup_free_ char *passwd = NULL, *group = NULL;
+        char line[96];
         _cleanup_close_ int etc = open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_close_ int d = -1;
         int r = 0;
@@ -207,11 +224,14 @@ build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
         fchmod(d, 0755);
         for (const char *const *e = xb_etc_allowlist; *e && r == 0; e++)
                 r = copy_allowed(etc, d, *e, &b);
-        snprintf(passwd, sizeof(passwd),
-                 "root:x:0:0:root:/root:/bin/bash\nuser:x:%u:%u:user:/home/user:/bin/bash\n"
-                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", user_uid, user_uid);
-        snprintf(group, sizeof(group), "root:x:0:\ntty:x:5:\nusers:x:100:\nuser:x:%u:\nnogroup:x:65534:\n",
-                 user_uid);
+        snprintf(line, sizeof(line), "user:x:%u:%u:user:/home/user:/bin/bash\n", user_uid, user_uid);
+        if (!r)
+                r = accounts(&passwd, "passwd.master",
+                             "root:x:0:0:root:/root:/bin/bash\n"
+                             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", line);
+        snprintf(line, sizeof(line), "user:x:%u:\n", user_uid);
+        if (!r)
+                r = accounts(&group, "group.master", "root:x:0:\ntty:x:5:\nusers:x:100:\nnogroup:x:65534:\n", line);
         if (!r)
                 r = write_file(d, "passwd", passwd, 0644);
         if (!r)
