@@ -109,6 +109,7 @@ xb_core_close(struct xb_core *c)
         xb_templates_close(c);
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
+        xb_core_secrets_free(c);
         xb_netsys_close(c->net);
         free(c->m.tenant);
         free(c->quota_use);

@@ -24,6 +24,7 @@
 #include "sandbox/sandbox.h"
 #include "base/loop.h"
 #include "net/egress.h"
+#include "net/secret.h"
 
 #define XB_SERVER_MAX_SANDBOXES_DEFAULT 2000
 #define XB_PROCS_PER_SANDBOX 256
@@ -77,6 +78,7 @@ struct xb_core_opts {
          * and a NUL, or -errno. NULL: ports cannot be shared. */
         int (*sign)(const char *msg, size_t len, char out[65]);
         bool network;                 /* egress through the daemon (net/egress.h); false: loopback only */
+        uint64_t approval_timeout_ms; /* approvals.c: a pending one is denied after this; 0: 120 s */
         struct xb_netsys_opts net;
         int layers;                   /* XB_LAYERS_* (sandbox.h) */
         const char *state_dir;        /* the layer store's home */
@@ -124,6 +126,9 @@ struct xb_core {
         char *templates_dir;          /* state_dir/templates; NULL: none kept */
         struct xb_quota_use *quota_use;   /* nquota + 1, made at the first use (quota.c) */
         char ceiling_hint[320];       /* made at the first check, lives with the core */
+        struct xb_secret **secrets;   /* secrets.c: every tenant's, in memory only */
+        size_t nsecrets;
+        struct xb_approvals *approvals;   /* approvals.c: what waits for a human */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -306,6 +311,22 @@ xb_sbx_busy(const struct xb_sbx *x)
 void xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
 void xb_pool_fill(struct xb_core *s);
 void xb_sbx_destroy_all(struct xb_core *s);
+
+/* ---- secrets (secrets.c; net/secret.h has the why) ---- */
+#define XB_SECRETS_PER_TENANT 64
+#define XB_SECRETS_TOTAL 4096
+/* Takes sec; one of the same name and tenant is replaced (and revoked). */
+int xb_core_secret_put(struct xb_core *s, struct xb_secret *sec, struct xb_err *err);
+struct xb_secret *xb_core_secret_find(struct xb_core *s, int tenant, const char *name);
+int xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struct xb_err *err);
+/* {"secrets": [...]} of a tenant (-1: every tenant), never a value. */
+json_t *xb_core_secrets_json(struct xb_core *s, int tenant);
+void xb_core_secrets_free(struct xb_core *s);
+/* names: a JSON array of secret names, or NULL. check: only see that each
+ * exists; else attach each to x (its placeholder into x->env). */
+int xb_sbx_secrets(struct xb_core *s, struct xb_sbx *x, int tenant, json_t *names, struct xb_err *err);
+/* Attach one secret to x now (the placeholder into x->env); ph gets it. */
+int xb_sbx_add_secret(struct xb_sbx *x, struct xb_secret *sec, char *ph, size_t phlen, struct xb_err *err);
 
 /* ---- egress (network.c) ---- */
 /* Set x's policy (takes a reference): XB_E_NETWORK_FORBIDDEN above the

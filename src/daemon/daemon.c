@@ -264,7 +264,9 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                         .nsources = s->o.npackage_sources ? s->o.npackage_sources : nhost,
                         .npm_registry = !s->o.npackage_sources, .dns_server = s->o.dns_server,
                         .conns_max = s->o.network_conns, .rate = s->o.network_rate,
+                        .ca_dir = s->o.state_dir, .upstream_ca = s->o.upstream_ca,
                 };
+                co.approval_timeout_ms = s->o.approval_timeout_ms;
                 r = xb_core_open(&co, s->loop, &s->core, &err);
                 for (size_t i = 0; i < nhost; i++)
                         free(host_src[i]);

@@ -76,6 +76,8 @@ struct xb_net {
         size_t log_cap;
         uint64_t log_first, log_next;
         uint64_t allowed, denied, bytes_out, bytes_in;
+        struct xb_netsecret *secrets; /* secret.c: what it may use, not see */
+        size_t nsecrets;
 };
 
 /* netsys.c */
@@ -106,6 +108,10 @@ uint64_t xb__netlog_add(struct xb_net *n, const char *kind, const char *host, ui
                         bool allowed, const char *rule);
 void xb__netlog_bytes(struct xb_net *n, uint64_t off, uint64_t out, uint64_t in, const char *addr);
 void xb__netlog_free(struct xb_net *n);
+
+/* secret.c */
+struct xb_netsecret;
+void xb__net_secrets_free(struct xb_net *n);
 
 /* proxy.c */
 void xb__proxy_accept(struct xb_io *io, uint32_t events);

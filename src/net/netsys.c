@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "net/net_int.h"
+#include "net/secret.h"
 
 extern char **environ;
 
@@ -409,6 +410,7 @@ xb_net_free(struct xb_net *n)
         xb_netpol_unref(n->pol);
         n->pol = NULL;
         xb__netlog_free(n);
+        xb__net_secrets_free(n);
         /* An event of this batch may still name one of its ios. */
         xb_loop_defer(n->ns->loop, &n->defer, free, n);
 }

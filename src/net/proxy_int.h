@@ -66,3 +66,5 @@ void xb__px_update(struct xb_conn *c);
 void xb__px_resolve(struct xb_conn *c);
 /* proxy_parse.c: the request in c->up, once more of it has come. */
 void xb__px_parse_head(struct xb_conn *c);
+/* secret.c: the secrets for c->host put into c->fwd_head; -errno. */
+int xb__px_inject(struct xb_conn *c);

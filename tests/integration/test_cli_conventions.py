@@ -314,7 +314,7 @@ NAMES = {
               "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota", "layers", "store-size", "mount-owner", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
               "require-guide",
               "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
-              "dns-server", "network-connections", "network-rate", "paused-ttl", "max-lifetime", "help"],
+              "dns-server", "network-connections", "network-rate", "upstream-ca", "approval-timeout", "paused-ttl", "max-lifetime", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus",
             "max-disk", "allow-mount", "conformance-fixtures",
             "cgroup", "cgroup-prefix", "verbose", "help"],
