@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "core/audit.h"
 #include "proto/wire.h"
+#include "net/tls.h"
 
 int
 xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
@@ -21,6 +22,9 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                                                                        : XB_SERVER_MAX_SANDBOXES_DEFAULT };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
+
+        if (o->network && o->net.tls)
+                eo.extra_ca_pem = xb_tls_ca_pem(o->net.tls);
 
         if (!c || !(c->rxbuf = malloc(XB_MSG_MAX))) {
                 free(c);

@@ -15,6 +15,10 @@ static const char *const proxy_env[] = {
         "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
         /* npm reads its own names before the standard ones. */
         "npm_config_proxy=" XB_NET_PROXY_URL, "npm_config_https_proxy=" XB_NET_PROXY_URL,
+        /* The bundle holds the egress CA too (secrets' hosts over TLS); the
+         * tools that carry a bundle of their own are pointed at it. */
+        "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+        "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/execbox-egress-ca.pem",
         NULL,
 };
 

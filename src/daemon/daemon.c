@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "daemon/daemon.h"
 #include "net/sources.h"
+#include "net/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -264,8 +265,12 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                         .nsources = s->o.npackage_sources ? s->o.npackage_sources : nhost,
                         .npm_registry = !s->o.npackage_sources, .dns_server = s->o.dns_server,
                         .conns_max = s->o.network_conns, .rate = s->o.network_rate,
-                        .ca_dir = s->o.state_dir, .upstream_ca = s->o.upstream_ca,
                 };
+                /* The CA of secrets' TLS, before the engine: the sandboxes' /etc trusts it. */
+                if (xb_tls_open(s->o.state_dir, s->o.upstream_ca, &co.net.tls, &err) < 0) {
+                        xb_error("egress TLS: %s", err.msg);
+                        goto fail;
+                }
                 co.approval_timeout_ms = s->o.approval_timeout_ms;
                 r = xb_core_open(&co, s->loop, &s->core, &err);
                 for (size_t i = 0; i < nhost; i++)

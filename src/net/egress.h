@@ -43,8 +43,7 @@ struct xb_netsys_opts {
         const char *dns_server;       /* "IP" or "IP:PORT"; NULL: the host's resolv.conf */
         unsigned conns_max;           /* per sandbox; 0: XB_NET_CONNS_DEFAULT */
         uint64_t rate;                /* bytes per second per sandbox; 0: unbounded */
-        const char *ca_dir;           /* where the CA for secrets' TLS is kept (tls.c); NULL: none */
-        const char *upstream_ca;      /* PEM CAs trusted beside the system's, upstream */
+        struct xb_tls *tls;           /* TLS for secrets' hosts (tls.h), taken; NULL: none */
 };
 
 struct xb_netsys_stats {

@@ -24,6 +24,7 @@ struct xb_netsys {
         struct xb_netsys_opts o;
         struct xb_loop *loop;
         struct xb_resolver *res;
+        struct xb_tls *tls;           /* tls.c: TLS for secrets' hosts; NULL without a state dir */
         struct xb_netrule *deny;
         size_t ndeny;
         struct xb_source *src;

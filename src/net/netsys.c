@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "net/net_int.h"
 #include "net/secret.h"
+#include "net/tls.h"
 
 extern char **environ;
 
@@ -201,6 +202,8 @@ xb_netsys_open(const struct xb_netsys_opts *o, struct xb_loop *loop, struct xb_n
                                        o->sources[i]);
                         goto fail;
                 }
+        ns->tls = o->tls;
+        ns->o.tls = NULL;
         if ((r = xb__resolver_open(loop, o->dns_server, &ns->res, err)) < 0)
                 goto fail;
         read_self(ns);
@@ -225,6 +228,7 @@ xb_netsys_close(struct xb_netsys *ns)
                 npm_done(ns);
         }
         xb__resolver_close(ns->res);
+        xb_tls_close(ns->tls);
         for (size_t i = 0; i < ns->ndeny; i++)
                 xb_netrule_free(&ns->deny[i]);
         free(ns->deny);

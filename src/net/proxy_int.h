@@ -42,6 +42,7 @@ struct xb_conn {
         struct ares_addrinfo *ai;
         struct ares_addrinfo_node *node;
         uint64_t logoff, out, in;
+        struct xb_tlsconn *tls;       /* tls_relay.c has c: a secret's host over TLS */
         char *fwd_head;               /* the rebuilt request head (K_FORWARD) */
         size_t fwd_len;
 };
@@ -68,3 +69,8 @@ void xb__px_resolve(struct xb_conn *c);
 void xb__px_parse_head(struct xb_conn *c);
 /* secret.c: the secrets for c->host put into c->fwd_head; -errno. */
 int xb__px_inject(struct xb_conn *c);
+/* proxy.c, for tls_relay.c: the sandbox's bucket (0 throttles c until
+ * the refill), charging a read, and counting bytes relayed. */
+size_t xb__px_allowance(struct xb_conn *c, size_t want);
+void xb__px_charge(struct xb_conn *c, size_t n_read);
+void xb__px_account(struct xb_conn *c, uint64_t out, uint64_t in);

@@ -41,7 +41,7 @@ def net():
 @pytest.fixture(scope="module")
 def srv(execbox, net, tmp_path_factory):
     s = start_server(execbox, str(tmp_path_factory.mktemp("sec")), "--dns-server", fakenet.DNS_ADDR,
-                     no_auth=True, pool=0)
+                     "--upstream-ca", net.ca, no_auth=True, pool=0)
     try:
         yield s
     finally:
@@ -154,3 +154,68 @@ def test_value_is_nowhere_inside_or_in_the_api(srv, net, execbox):
         assert r.status_code == 200, (path, r.status_code)
         assert VALUE not in r.text, path
     assert VALUE not in srv.stderr()
+
+
+def put_file(srv, sid, path, text):
+    r = srv.request("PUT", f"/v1/sandboxes/{sid}/files", params={"path": path}, data=text.encode())
+    assert r.status_code in (200, 201, 204), r.text
+
+
+def test_https_injects_for_the_secrets_hosts_only(srv, net):
+    put_secret(srv)
+    sid = sandbox(srv)
+    with open(net.ca) as f:
+        put_file(srv, sid, "/tmp/testca.pem", f.read())
+    # The secret's host: TLS is terminated by the server's CA (which the
+    # sandbox trusts) and the upstream sees the value.
+    out = run(srv, sid, 'curl -sS -m 10 -H "Authorization: token $GH_TOKEN" "https://a.test/headers?t=$GH_TOKEN"')
+    assert f"Authorization: Bearer {VALUE}" in out["stdout"] and f"t={VALUE}" in out["stdout"], out
+    assert "Connection: close" in out["stdout"], out
+    # ...so the upstream's own CA alone does not verify it: it is intercepted.
+    r = run(srv, sid, "curl -sS -m 10 --cacert /tmp/testca.pem https://a.test/headers")
+    assert r["exit_code"] != 0, r
+    # The issuer the client saw is the server's CA.
+    r = run(srv, sid, "curl -sSv -m 10 -o /dev/null https://a.test/headers 2>&1 | grep -i issuer")
+    assert "execbox egress CA" in r["stdout"], r
+    # Another host is a plain tunnel: the upstream's CA verifies it, and the
+    # placeholder goes as it is.
+    r = run(srv, sid, 'curl -sS -m 10 --cacert /tmp/testca.pem -H "X-Key: $GH_TOKEN" https://b.test/headers')
+    assert r["exit_code"] == 0 and "X-Key: execbox-secret-" in r["stdout"] and VALUE not in r["stdout"], r
+    # Through SOCKS5 too.
+    out = run(srv, sid, "curl -sS -m 10 --proxy socks5h://127.0.0.1:3128 https://a.test/headers")["stdout"]
+    assert f"Authorization: Bearer {VALUE}" in out, out
+
+
+def test_https_upstream_is_verified(srv, net):
+    """The re-originated TLS is verified: a name the upstream's certificate
+    does not hold gets a 502 from the proxy, and the value is not sent."""
+    net.set_zone({**{n: [a] for n, a in fakenet.NAMES.items()}, "nocert.test": [fakenet.NAMES["a.test"]]})
+    try:
+        put_secret(srv, name="UNVERIFIED", hosts=("nocert.test",))
+        sb = srv.create(network={"mode": "allowlist", "allow": ["nocert.test"]}, secrets=["UNVERIFIED"])
+        r = run(srv, sb["id"], "curl -sS -m 10 https://nocert.test/headers")
+        assert r["exit_code"] != 0 and "502" in r["stderr"], r
+        r = run(srv, sb["id"], "curl -sS -m 10 -o /dev/null -w '%{http_code}' http://nocert.test/headers")
+        assert r["stdout"] == "200", r   # positive control: the name works
+    finally:
+        net.set_zone({n: [a] for n, a in fakenet.NAMES.items()})
+
+
+def test_ca_key_is_unreachable_inside(srv, net):
+    d = os.path.join(srv.state_dir, "egress-ca")
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    assert os.stat(os.path.join(d, "ca.key")).st_mode & 0o777 == 0o600
+    with open(os.path.join(d, "ca.key")) as f:
+        line = [ln for ln in f.read().splitlines() if ln and not ln.startswith("-----")][0]
+    sid = sandbox(srv, ())
+    r = run(srv, sid, f"cat {d}/ca.key; ls {srv.state_dir}; echo rc=$?", user="root")
+    assert "rc=2" in r["stdout"] and "PRIVATE" not in r["stdout"], r
+    a, b = line[:len(line) // 2], line[len(line) // 2:]
+    grep = (f"A='{a}'; B='{b}'; grep -rlsF --binary-files=text -f <(printf %s \"$A$B\") /etc /home /tmp /root "
+            "/var /opt /usr/local /proc/[0-9]*/environ 2>/dev/null; echo done")
+    r = run(srv, sid, grep, user="root")
+    assert r["stdout"].strip() == "done", r
+    # The certificate is there, and trusted.
+    r = run(srv, sid, "grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/execbox-egress-ca.pem; "
+                      "tail -c 2000 /etc/ssl/certs/ca-certificates.crt | grep -c 'END CERTIFICATE'")
+    assert r["stdout"].split()[0] == "1", r
