@@ -70,6 +70,7 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return r;
         }
+        xb_core_approvals_open(c);
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);
@@ -113,6 +114,7 @@ xb_core_close(struct xb_core *c)
         xb_templates_close(c);
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
+        xb_core_approvals_free(c);
         xb_core_secrets_free(c);
         xb_netsys_close(c->net);
         free(c->m.tenant);

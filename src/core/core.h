@@ -231,6 +231,8 @@ int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
 
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 /* Look a sandbox up, as it is (a paused one stays paused). */
+/* tenant XB_TENANT_ANY: the engine's own lookups (approvals), never a client's. */
+#define XB_TENANT_ANY (-1)
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 /* Look a sandbox up to use it: one paused by auto_pause (or an idle
  * client) is resumed; one a client paused fails XB_E_SANDBOX_PAUSED, and a
@@ -322,6 +324,17 @@ int xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struc
 /* {"secrets": [...]} of a tenant (-1: every tenant), never a value. */
 json_t *xb_core_secrets_json(struct xb_core *s, int tenant);
 void xb_core_secrets_free(struct xb_core *s);
+
+/* ---- approvals (approvals.c): what waits for a human ---- */
+void xb_core_approvals_open(struct xb_core *s);
+void xb_core_approvals_free(struct xb_core *s);
+/* {"approvals": [...]} of a tenant (XB_TENANT_ANY: all; an admin's view). */
+json_t *xb_core_approvals_json(struct xb_core *s, int tenant);
+/* body {"decision", "remember", "value", "hosts", "header"}; *ret the reply. */
+int xb_core_approval_decide(struct xb_core *s, int tenant, const char *id, json_t *body, json_t **ret,
+                            struct xb_err *err);
+/* pending, asked, allowed, denied, timed out: counts only. */
+void xb_core_approvals_counts(const struct xb_core *s, uint64_t c[5]);
 /* names: a JSON array of secret names, or NULL. check: only see that each
  * exists; else attach each to x (its placeholder into x->env). */
 int xb_sbx_secrets(struct xb_core *s, struct xb_sbx *x, int tenant, json_t *names, struct xb_err *err);

@@ -19,8 +19,13 @@ static const char *const proxy_env[] = {
          * tools that carry a bundle of their own are pointed at it. */
         "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
         "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/execbox-egress-ca.pem",
+        "EXECBOX_API=" XB_NET_API_URL,
         NULL,
 };
+
+/* Without a network the proxy still serves the sandbox's API (a secret
+ * asked for, which a human may grant). */
+static const char *const api_env[] = { "EXECBOX_API=" XB_NET_API_URL, NULL };
 
 int
 xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err)
@@ -53,9 +58,9 @@ xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err)
 const char *const *
 xb_sbx_net_env(const struct xb_sbx *x)
 {
-        if (!x->net || xb_net_policy(x->net)->mode == XB_NET_NONE)
+        if (!x->net)
                 return NULL;
-        return proxy_env;
+        return xb_net_policy(x->net)->mode == XB_NET_NONE ? api_env : proxy_env;
 }
 
 json_t *

@@ -25,6 +25,7 @@ struct xb_netsys {
         struct xb_loop *loop;
         struct xb_resolver *res;
         struct xb_tls *tls;           /* tls.c: TLS for secrets' hosts; NULL without a state dir */
+        struct xb_net_hooks hooks;    /* approvals (ask.c); ask NULL: nothing waits, refused */
         struct xb_netrule *deny;
         size_t ndeny;
         struct xb_source *src;
@@ -87,7 +88,7 @@ struct xb_resolver *xb__netsys_resolver(struct xb_netsys *ns);
 bool xb__netsys_is_self(struct xb_netsys *ns, const struct xb_ip *ip);
 
 /* The decision on a name (or a literal address), before resolution. */
-enum xb_verdict { XB_V_DENY, XB_V_ALLOW, XB_V_BY_ADDRESS };
+enum xb_verdict { XB_V_DENY, XB_V_ALLOW, XB_V_BY_ADDRESS, XB_V_ASK };
 enum xb_verdict xb__net_decide_name(struct xb_net *n, const struct xb_netpol *p, const char *host, bool literal,
                                     uint16_t port, char *rule, size_t rulelen);
 /* The decision on one resolved address: NULL when it may be used (rule

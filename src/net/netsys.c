@@ -306,6 +306,10 @@ xb__net_decide_name(struct xb_net *n, const struct xb_netpol *p, const char *hos
                         snprintf(rule, rulelen, "allow %s", m->text);
                         return XB_V_ALLOW;
                 }
+                if (!literal && (m = xb_netrules_name(p->ask, p->nask, host))) {
+                        snprintf(rule, rulelen, "ask %s", m->text);
+                        return XB_V_ASK;
+                }
                 if (xb_netrules_have_cidr(p->allow, p->nallow)) {
                         snprintf(rule, rulelen, "allowlist: by address");
                         return XB_V_BY_ADDRESS;

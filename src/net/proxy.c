@@ -96,6 +96,8 @@ xb__px_close(struct xb_conn *c)
                 close(c->ufd);
         c->cfd = c->ufd = -1;
         xb__tls_free(c);
+        if (c->asking)
+                xb__px_ask_cancel(c);
         pipe_close(&c->up);
         pipe_close(&c->down);
         if (c->ai) {
@@ -583,6 +585,18 @@ xb__px_resolve(struct xb_conn *c)
                 deny(c, rule);
                 return;
         }
+        if (c->verdict == XB_V_ASK) {
+                xb__px_ask(c);
+                return;
+        }
+        xb__px_lookup(c);
+}
+
+void
+xb__px_lookup(struct xb_conn *c)
+{
+        struct xb_net *n = c->net;
+
         c->st = C_RESOLVE;
         xb_timer_start(n->ns->loop, &c->timer, 30000, on_timeout, c);
         xb__px_update(c);

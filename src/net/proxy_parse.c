@@ -205,6 +205,8 @@ parse_http(struct xb_conn *c)
                 c->up.off += headlen;
                 c->up.len -= headlen;
         } else if (sp1[1] == '/') {
+                if (xb__px_internal(c, sp1 + 1, (size_t)(sp2 - sp1 - 1)))
+                        return;
                 status_page(c);
                 return;
         } else {

@@ -104,6 +104,7 @@ const char *const xb_op_tags[] = {
         "sandboxes", "Create, list, extend and delete sandboxes.",
         "network", "A sandbox's egress: its policy, changed live, and the log of every decision.",
         "secrets", "Values sandboxes use on the network without ever holding them.",
+        "approvals", "What waits for a human: secrets asked for from inside, hosts the policy marks ask.",
         "commands", "Run a command and wait for its result.",
         "processes", "Background processes: start, read output by offset, write stdin, signal, wait.",
         "files", "Read, write, list and move files in a sandbox.",
@@ -225,6 +226,29 @@ const struct xb_op_def xb_op_defs[] = {
         { .method = "DELETE", .path = "/v1/secrets/{name}", .id = "secret_delete", .tag = "secrets",
           .summary = "Delete a secret; sandboxes that hold it send the placeholder from now on.",
           .reply = "{\"description\": \"Deleted.\"}" },
+        { .method = "GET", .path = "/v1/approvals", .id = "approval_list", .tag = "approvals",
+          .summary = "What waits for a human: secrets sandboxes asked for, connections to names marked ask.",
+          .description = "Each entry has id, kind (secret or egress), sandbox_id, reason, the secret's name (and "
+                         "the hosts and header the sandbox proposed) or the host and port, and when it expires "
+                         "(then it is denied). An admin token sees every tenant's.",
+          .reply = JSON_REPLY("The pending approvals.", OBJ_OPEN("\"approvals\": {\"type\": \"array\", "
+                              "\"items\": {\"type\": \"object\"}}", "\"approvals\"")) },
+        { .method = "POST", .path = "/v1/approvals/{id}", .id = "approval_decide", .tag = "approvals",
+          .errors = "404",
+          .summary = "Allow or deny what waits; the waiting request goes on or is refused at once.",
+          .description = "For a secret, allow with its value (and hosts and header, if the sandbox proposed "
+                         "none): it becomes your secret and the sandbox gets its placeholder; without a value "
+                         "your existing secret of that name is attached. For egress, remember adds the host to "
+                         "the sandbox's allow list. The reply never holds the value.",
+          .body = JSON_BODY(OBJ_CLOSED("\"decision\": {\"type\": \"string\", \"enum\": [\"allow\", "
+                            "\"deny\"]}, \"remember\": {\"type\": [\"boolean\", \"null\"]}, \"value\": "
+                            "{\"type\": [\"string\", \"null\"]}, \"hosts\": {\"type\": [\"array\", "
+                            "\"null\"], \"items\": {\"type\": \"string\"}}, \"header\": {\"type\": "
+                            "[\"string\", \"null\"]}", "\"decision\"")),
+          .reply = JSON_REPLY("The decision.", OBJ_OPEN("\"id\": {\"type\": \"string\"}, \"decision\": "
+                              "{\"type\": \"string\"}, \"kind\": {\"type\": \"string\"}, \"name\": "
+                              "{\"type\": \"string\"}, \"remembered\": {\"type\": \"boolean\"}",
+                              "\"id\", \"decision\"")) },
         { .method = "GET", .path = "/v1/sandboxes/{id}", .id = "get_sandbox", .tag = "sandboxes",
           .summary = "Describe a sandbox.", .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
         { .tool = "sandbox_delete", .tag = "sandboxes" },
