@@ -51,6 +51,7 @@ struct xb_netsys_stats {
         uint64_t bytes_out, bytes_in; /* sandbox to the world, and back */
         uint64_t dns_answered, dns_refused;
         uint64_t conns_open;
+        uint64_t tls_intercepted;     /* CONNECTs to secrets' hosts terminated (tls.h) */
 };
 
 struct xb_netsys;

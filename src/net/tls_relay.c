@@ -138,6 +138,7 @@ xb__tls_take(struct xb_conn *c)
                 return false;
         c->tls = t;
         tt->intercepted++;
+        c->net->ns->st.tls_intercepted++;
         /* proxy.c's callbacks leave; tls.c's come. */
         xb_io_stop(&c->cio);
         xb_io_stop(&c->uio);

@@ -220,3 +220,37 @@ def test_decision_errors(srv, net):
         expect(r, 400)
     decide(srv, a["id"], decision="deny")
     bg.join()
+
+
+def test_approvals_are_tenant_scoped_and_an_admin_sees_all(execbox, net, tmp_path_factory):
+    a_tok, b_tok, admin = "tenantA" + "a" * 25, "tenantB" + "b" * 25, "admin" + "c" * 27
+    s = start_server(execbox, str(tmp_path_factory.mktemp("apprt")), "--dns-server", fakenet.DNS_ADDR,
+                     "--approval-timeout", "20", tokens=[a_tok, b_tok, admin + " admin"], pool=0)
+    try:
+        sid = s.create(network={"mode": "allowlist", "ask": ["b.test"]})["id"]
+        bg = Background(s, sid, CURL_B)
+        a = pending(s, "egress")   # tenant A sees its own
+        r = s.request("GET", "/v1/approvals", token=b_tok)
+        expect(r, 200)
+        assert r.json()["approvals"] == [], r.text
+        r = s.request("POST", f"/v1/approvals/{a['id']}", token=b_tok, json_body={"decision": "allow"})
+        expect(r, 404)
+        # A client cannot claim the admin's view by sending the server's own argument.
+        r = s.request("POST", f"/v1/approvals/{a['id']}", token=b_tok,
+                      json_body={"decision": "allow", "_all_tenants": True})
+        expect(r, 404)
+        r = s.request("GET", "/v1/approvals", token=admin)
+        assert [x["id"] for x in r.json()["approvals"]] == [a["id"]], r.text
+        r = s.request("POST", f"/v1/approvals/{a['id']}", token=admin, json_body={"decision": "allow"})
+        expect(r, 200)
+        assert bg.join()["stdout"].startswith("200")
+        # Secrets are the tenant's too.
+        r = s.request("POST", "/v1/secrets", token=b_tok, json_body={"name": "B_ONLY", "value": VALUE,
+                                                                      "hosts": ["a.test"]})
+        expect(r, 201)
+        assert s.request("GET", "/v1/secrets").json()["secrets"] == []
+        r = s.request("POST", "/v1/sandboxes", json_body={"secrets": ["B_ONLY"]})
+        expect(r, 404)
+    finally:
+        problems = finish_server(s)
+        assert not problems, "\n".join(problems)
