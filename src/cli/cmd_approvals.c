@@ -117,6 +117,12 @@ decide(struct xb_client *c, const char *id, bool allow, bool remember, const cha
         if (remember)
                 json_object_set_new(body, "remember", json_true());
         if (allow && !strcmp(json_string_value(json_object_get(mine, "kind")) ?: "", "secret") && !existing) {
+                /* Where the value will go, before it is typed. */
+                fprintf(stderr, "sandbox %s asks for the secret %s\n  sent to: %s\n  as: %s\n",
+                        json_string_value(json_object_get(mine, "sandbox_id")),
+                        json_string_value(json_object_get(mine, "name")),
+                        hosts ? hosts : json_string_value(json_object_get(mine, "hosts")) ?: "(none: give --hosts)",
+                        header ? header : json_string_value(json_object_get(mine, "header")) ?: "placeholders only");
                 if (read_value(json_string_value(json_object_get(mine, "name")), value, sizeof(value)) < 0) {
                         json_decref(body);
                         xb_reply_free(&l);

@@ -9,6 +9,7 @@
 #include "core/audit.h"
 #include "proto/wire.h"
 #include "net/tls.h"
+#include "sandbox/etcview.h"
 
 int
 xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
@@ -112,6 +113,9 @@ xb_core_close(struct xb_core *c)
                 xb_timer_stop(&t);
         }
         xb_templates_close(c);
+        /* Every sandbox ended: the /etc views of this server's egress CA go too. */
+        if (c->ndying == 0 && c->o.network && c->o.net.tls)
+                xb_etcview_remove_ca(c->eng->runtime_fd, xb_tls_ca_pem(c->o.net.tls));
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
         xb_core_approvals_free(c);

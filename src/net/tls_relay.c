@@ -131,7 +131,8 @@ xb__tls_take(struct xb_conn *c)
         struct xb_tls *tt = c->net->ns->tls;
         struct xb_tlsconn *t;
 
-        if (!tt || c->kind == K_FORWARD || !xb_net_secret_host(c->net, c->host))
+        /* Port 80 through CONNECT or SOCKS is taken for plain HTTP: tunnelled. */
+        if (!tt || c->kind == K_FORWARD || c->port == 80 || !xb_net_secret_host(c->net, c->host))
                 return false;
         t = calloc(1, sizeof(*t));
         if (!t)

@@ -429,3 +429,12 @@ done:
         *ret_path = strdup(path);
         return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
 }
+
+void
+xb_etcview_remove_ca(int dir_fd, const char *extra_ca)
+{
+        char name[64];
+
+        snprintf(name, sizeof(name), "etc-ca-%016llx", (unsigned long long)fnv1a(extra_ca));
+        rm_rf_at(dir_fd, name, 0);
+}
