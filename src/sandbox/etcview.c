@@ -374,7 +374,7 @@ xb_etcview_prepare_ca(const char *dir, unsigned user_uid, const char *extra_ca, 
         /* Each CA has views of its own, so no caller without it (or with
          * another) ever binds them. */
         if (extra_ca) {
-                snprintf(cadir, sizeof(cadir), "%s/etc-ca-%016llx", dir, (unsigned long long)fnv1a(extra_ca));
+                snprintf(cadir, sizeof(cadir), "%s/caview-%016llx", dir, (unsigned long long)fnv1a(extra_ca));
                 if (mkdir(cadir, 0755) < 0 && errno != EEXIST)
                         return xb_err_set(err, errno, "mkdir %s", cadir);
                 close(root);
@@ -435,6 +435,6 @@ xb_etcview_remove_ca(int dir_fd, const char *extra_ca)
 {
         char name[64];
 
-        snprintf(name, sizeof(name), "etc-ca-%016llx", (unsigned long long)fnv1a(extra_ca));
+        snprintf(name, sizeof(name), "caview-%016llx", (unsigned long long)fnv1a(extra_ca));
         rm_rf_at(dir_fd, name, 0);
 }
