@@ -233,7 +233,7 @@ xb_core_approvals_json(struct xb_core *s, int tenant)
         json_t *l = json_array();
 
         for (struct xb_approval *a = s->approvals ? s->approvals->list : NULL; a; a = a->next)
-                if (tenant < 0 || a->tenant == tenant)
+                if (tenant == XB_TENANT_ANY || a->tenant == tenant)
                         json_array_append_new(l, approval_json(a));
         return json_pack("{s:o}", "approvals", l);
 }
@@ -323,7 +323,7 @@ xb_core_approval_decide(struct xb_core *s, int tenant, const char *id, json_t *b
         bool allow;
 
         for (; a; a = a->next)
-                if (!strcmp(a->id, id ? id : "") && (tenant < 0 || a->tenant == tenant))
+                if (!strcmp(a->id, id ? id : "") && (tenant == XB_TENANT_ANY || a->tenant == tenant))
                         break;
         if (!a)
                 return xb_err_code(err, XB_E_APPROVAL_NOT_FOUND, ENOENT, NULL, "no approval `%.32s` waits",

@@ -12,6 +12,7 @@
  * ops/ops.h; the protocols are adapters above that. */
 #pragma once
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -232,7 +233,7 @@ int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 /* Look a sandbox up, as it is (a paused one stays paused). */
 /* tenant XB_TENANT_ANY: the engine's own lookups (approvals), never a client's. */
-#define XB_TENANT_ANY (-1)
+#define XB_TENANT_ANY INT_MIN   /* never a request's tenant (-1 is an unauthenticated one's) */
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 /* Look a sandbox up to use it: one paused by auto_pause (or an idle
  * client) is resumed; one a client paused fails XB_E_SANDBOX_PAUSED, and a
@@ -321,7 +322,7 @@ void xb_sbx_destroy_all(struct xb_core *s);
 int xb_core_secret_put(struct xb_core *s, struct xb_secret *sec, struct xb_err *err);
 struct xb_secret *xb_core_secret_find(struct xb_core *s, int tenant, const char *name);
 int xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struct xb_err *err);
-/* {"secrets": [...]} of a tenant (-1: every tenant), never a value. */
+/* {"secrets": [...]} of a tenant (XB_TENANT_ANY: every tenant), never a value. */
 json_t *xb_core_secrets_json(struct xb_core *s, int tenant);
 void xb_core_secrets_free(struct xb_core *s);
 

@@ -86,7 +86,7 @@ xb_core_secrets_json(struct xb_core *s, int tenant)
         json_t *a = json_array();
 
         for (size_t i = 0; i < s->nsecrets; i++)
-                if (tenant < 0 || s->secrets[i]->tenant == tenant)
+                if (tenant == XB_TENANT_ANY || s->secrets[i]->tenant == tenant)
                         json_array_append_new(a, xb_secret_json(s->secrets[i]));
         return json_pack("{s:o}", "secrets", a);
 }
