@@ -266,8 +266,9 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                         .npm_registry = !s->o.npackage_sources, .dns_server = s->o.dns_server,
                         .conns_max = s->o.network_conns, .rate = s->o.network_rate,
                 };
-                /* The CA of secrets' TLS, before the engine: the sandboxes' /etc trusts it. */
-                if (xb_tls_open(s->o.state_dir, s->o.upstream_ca, &co.net.tls, &err) < 0) {
+                /* The CA of secrets' TLS, before the engine: the sandboxes' /etc trusts it.
+                 * Without a state dir (execbox mcp) secrets' hosts stay tunnels. */
+                if (s->o.state_dir && xb_tls_open(s->o.state_dir, s->o.upstream_ca, &co.net.tls, &err) < 0) {
                         xb_error("egress TLS: %s", err.msg);
                         goto fail;
                 }
