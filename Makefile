@@ -216,7 +216,8 @@ $(BUILD)/fuzz/fuzz_connect: tests/fuzz/fuzz_connect.c src/e2b/connect.c src/base
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^)
 
-$(BUILD)/fuzz/fuzz_proxy: tests/fuzz/fuzz_proxy.c src/net/proxy_parse.c src/net/policy.c src/net/addr.c src/base/err.c
+$(BUILD)/fuzz/fuzz_proxy: tests/fuzz/fuzz_proxy.c src/net/proxy_parse.c src/net/secret.c src/net/policy.c src/net/addr.c \
+  src/base/err.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^) -ljansson
 

@@ -32,6 +32,10 @@
         X(INVALID_NETWORK, "invalid_request")      /* a network policy */ \
         X(NETWORK_FORBIDDEN, "network_forbidden")  /* over the operator's ceiling */ \
         X(NETWORK_UNAVAILABLE, "network_unavailable")   /* the server has no egress */ \
+        X(INVALID_SECRET, "invalid_request")       /* a secret's fields */ \
+        X(SECRET_NOT_FOUND, "secret_not_found")                       \
+        X(TOO_MANY_SECRETS, "too_many_secrets")                       \
+        X(APPROVAL_NOT_FOUND, "approval_not_found")                   \
         /* templates and layers */                                    \
         X(TEMPLATE_NOT_FOUND, "template_not_found")                   \
         X(TEMPLATE_EXISTS, "template_exists")                         \

@@ -15,5 +15,6 @@ int xb_cmd_exec(int argc, char **argv);
 int xb_cmd_cp(int argc, char **argv);
 int xb_cmd_shell(int argc, char **argv);
 int xb_cmd_logs(int argc, char **argv);
+int xb_cmd_approvals(int argc, char **argv);
 /* `execbox mcp --server URL`: stdio to a running server's /mcp (mcp_bridge.c). */
 int xb_mcp_bridge(const char *url, const char *token);

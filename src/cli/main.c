@@ -25,6 +25,7 @@ usage(FILE *f)
               "  shell ID                       an interactive shell in one, on a terminal\n"
               "  cp SRC DST                     copy a file in or out (ID:PATH names its side)\n"
               "  logs ID                        a sandbox's audit log (--follow for new events)\n"
+              "  approvals [allow|deny ID]      what waits for a human: secrets asked for, ask hosts\n"
               "\n"
               "Run `execbox COMMAND --help` for the options of a command.\n",
               f);
@@ -36,7 +37,7 @@ static const struct {
 } commands[] = {
         { "run", xb_cmd_run },     { "serve", xb_cmd_serve }, { "mcp", xb_cmd_mcp },   { "ls", xb_cmd_ls },
         { "create", xb_cmd_create }, { "rm", xb_cmd_rm },     { "exec", xb_cmd_exec }, { "shell", xb_cmd_shell },
-        { "cp", xb_cmd_cp },       { "logs", xb_cmd_logs },
+        { "cp", xb_cmd_cp },       { "logs", xb_cmd_logs }, { "approvals", xb_cmd_approvals },
 };
 
 int

@@ -9,6 +9,8 @@
 #include "base/log.h"
 #include "core/audit.h"
 #include "proto/wire.h"
+#include "net/tls.h"
+#include "sandbox/etcview.h"
 
 int
 xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core **ret, struct xb_err *err)
@@ -22,6 +24,9 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                                                                        : XB_SERVER_MAX_SANDBOXES_DEFAULT };
         struct xb_core *c = calloc(1, sizeof(*c));
         int r;
+
+        if (o->network && o->net.tls)
+                eo.extra_ca_pem = xb_tls_ca_pem(o->net.tls);
 
         if (!c || !(c->rxbuf = malloc(XB_MSG_MAX))) {
                 free(c);
@@ -71,6 +76,7 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
          * layers went with xb_templates_open, their cgroups go next. */
         if ((r = xb_records_open(c)) < 0)
                 xb_warn("sandbox records and tombstones are not kept in %s: %s", o->state_dir, strerror(-r));
+        xb_core_approvals_open(c);
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);
@@ -122,8 +128,13 @@ xb_core_close(struct xb_core *c)
         }
         xb_templates_close(c);
         xb_records_close(c);
+        /* Every sandbox ended: the /etc views of this server's egress CA go too. */
+        if (c->ndying == 0 && c->o.network && c->o.net.tls)
+                xb_etcview_remove_ca(c->eng->runtime_fd, xb_tls_ca_pem(c->o.net.tls));
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);
+        xb_core_approvals_free(c);
+        xb_core_secrets_free(c);
         xb_netsys_close(c->net);
         free(c->m.tenant);
         free(c->quota_use);

@@ -12,6 +12,7 @@
  * ops/ops.h; the protocols are adapters above that. */
 #pragma once
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -24,6 +25,7 @@
 #include "sandbox/sandbox.h"
 #include "base/loop.h"
 #include "net/egress.h"
+#include "net/secret.h"
 
 #define XB_SERVER_MAX_SANDBOXES_DEFAULT 2000
 #define XB_PROCS_PER_SANDBOX 256
@@ -77,6 +79,7 @@ struct xb_core_opts {
          * and a NUL, or -errno. NULL: ports cannot be shared. */
         int (*sign)(const char *msg, size_t len, char out[65]);
         bool network;                 /* egress through the daemon (net/egress.h); false: loopback only */
+        uint64_t approval_timeout_ms; /* approvals.c: a pending one is denied after this; 0: 120 s */
         struct xb_netsys_opts net;
         int layers;                   /* XB_LAYERS_* (sandbox.h) */
         const char *state_dir;        /* the layer store's home */
@@ -129,6 +132,9 @@ struct xb_core {
         void *builds;                 /* templates being built from steps (ops/op_tbuild.c) */
         struct xb_quota_use *quota_use;   /* nquota + 1, made at the first use (quota.c) */
         char ceiling_hint[320];       /* made at the first check, lives with the core */
+        struct xb_secret **secrets;   /* secrets.c: every tenant's, in memory only */
+        size_t nsecrets;
+        struct xb_approvals *approvals;   /* approvals.c: what waits for a human */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -258,6 +264,8 @@ void xb_tomb_persist(struct xb_core *s, const struct xb_tomb *t);
 
 /* ---- registry and lifecycle (sbx.c; creation and the pool: pool.c) ---- */
 /* Look a sandbox up, as it is (a paused one stays paused). */
+/* tenant XB_TENANT_ANY: the engine's own lookups (approvals), never a client's. */
+#define XB_TENANT_ANY INT_MIN   /* never a request's tenant (-1 is an unauthenticated one's) */
 struct xb_sbx *xb_sbx_find(struct xb_core *s, const char *id, int tenant);
 /* Look a sandbox up to use it: one paused by auto_pause (or an idle
  * client) is resumed; one a client paused fails XB_E_SANDBOX_PAUSED, and a
@@ -340,6 +348,33 @@ xb_sbx_busy(const struct xb_sbx *x)
 void xb_sbx_foreach(struct xb_core *s, void (*fn)(struct xb_sbx *x, void *data), void *data);
 void xb_pool_fill(struct xb_core *s);
 void xb_sbx_destroy_all(struct xb_core *s);
+
+/* ---- secrets (secrets.c; net/secret.h has the why) ---- */
+#define XB_SECRETS_PER_TENANT 64
+#define XB_SECRETS_TOTAL 4096
+/* Takes sec; one of the same name and tenant is replaced (and revoked). */
+int xb_core_secret_put(struct xb_core *s, struct xb_secret *sec, struct xb_err *err);
+struct xb_secret *xb_core_secret_find(struct xb_core *s, int tenant, const char *name);
+int xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struct xb_err *err);
+/* {"secrets": [...]} of a tenant (XB_TENANT_ANY: every tenant), never a value. */
+json_t *xb_core_secrets_json(struct xb_core *s, int tenant);
+void xb_core_secrets_free(struct xb_core *s);
+
+/* ---- approvals (approvals.c): what waits for a human ---- */
+void xb_core_approvals_open(struct xb_core *s);
+void xb_core_approvals_free(struct xb_core *s);
+/* {"approvals": [...]} of a tenant (XB_TENANT_ANY: all; an admin's view). */
+json_t *xb_core_approvals_json(struct xb_core *s, int tenant);
+/* body {"decision", "remember", "value", "hosts", "header"}; *ret the reply. */
+int xb_core_approval_decide(struct xb_core *s, int tenant, const char *id, json_t *body, json_t **ret,
+                            struct xb_err *err);
+/* pending, asked, allowed, denied, timed out: counts only. */
+void xb_core_approvals_counts(const struct xb_core *s, uint64_t c[5]);
+/* names: a JSON array of secret names, or NULL. check: only see that each
+ * exists; else attach each to x (its placeholder into x->env). */
+int xb_sbx_secrets(struct xb_core *s, struct xb_sbx *x, int tenant, json_t *names, struct xb_err *err);
+/* Attach one secret to x now (the placeholder into x->env); ph gets it. */
+int xb_sbx_add_secret(struct xb_sbx *x, struct xb_secret *sec, char *ph, size_t phlen, struct xb_err *err);
 
 /* ---- egress (network.c) ---- */
 /* Set x's policy (takes a reference): XB_E_NETWORK_FORBIDDEN above the

@@ -16,8 +16,17 @@ static const char *const proxy_env[] = {
         "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
         /* npm reads its own names before the standard ones. */
         "npm_config_proxy=" XB_NET_PROXY_URL, "npm_config_https_proxy=" XB_NET_PROXY_URL,
+        /* The bundle holds the egress CA too (secrets' hosts over TLS); the
+         * tools that carry a bundle of their own are pointed at it. */
+        "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+        "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/execbox-egress-ca.pem",
+        "EXECBOX_API=" XB_NET_API_URL,
         NULL,
 };
+
+/* Without a network the proxy still serves the sandbox's API (a secret
+ * asked for, which a human may grant). */
+static const char *const api_env[] = { "EXECBOX_API=" XB_NET_API_URL, NULL };
 
 int
 xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err)
@@ -65,8 +74,10 @@ xb_sbx_net_env(const struct xb_sbx *x)
         const char *const *extra;
         size_t n = 0;
 
-        if (!x->net || xb_net_policy(x->net)->mode == XB_NET_NONE)
+        if (!x->net)
                 return NULL;
+        if (xb_net_policy(x->net)->mode == XB_NET_NONE)
+                return api_env;
         if (xb_net_policy(x->net)->mode != XB_NET_PACKAGES || !(extra = xb_netsys_pkg_env(x->core->net)))
                 return proxy_env;
         for (size_t i = 0; proxy_env[i]; i++)

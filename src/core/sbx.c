@@ -39,7 +39,7 @@ xb_sbx_find(struct xb_core *s, const char *id, int tenant)
                 return NULL;
         x = *(struct xb_sbx **)found;
         /* Another tenant's sandbox does not exist, as far as this caller knows. */
-        if (x->tenant != tenant)
+        if (tenant != XB_TENANT_ANY && x->tenant != tenant)
                 return NULL;
         return x;
 }

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "daemon/daemon.h"
 #include "net/sources.h"
+#include "net/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -315,6 +316,13 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                         .conns_max = s->o.network_conns, .rate = s->o.network_rate,
                         .cache_dir = s->o.state_dir ? cache_dir : NULL, .cache_size = s->o.package_cache_size,
                 };
+                /* The CA of secrets' TLS, before the engine: the sandboxes' /etc trusts it.
+                 * Without a state dir (execbox mcp) secrets' hosts stay tunnels. */
+                if (s->o.state_dir && xb_tls_open(s->o.state_dir, s->o.upstream_ca, &co.net.tls, &err) < 0) {
+                        xb_error("egress TLS: %s", err.msg);
+                        goto fail;
+                }
+                co.approval_timeout_ms = s->o.approval_timeout_ms;
                 r = xb_core_open(&co, s->loop, &s->core, &err);
                 for (size_t i = 0; i < nhost; i++)
                         free(host_src[i]);

@@ -54,6 +54,8 @@ struct xb_server_opts {
         unsigned network_conns;       /* --network-connections per sandbox */
         uint64_t network_rate;        /* --network-rate: bytes per second per sandbox; 0 unbounded */
         uint64_t package_cache_size;  /* --package-cache-size: the shared package cache; 0 none */
+        const char *upstream_ca;      /* --upstream-ca: trusted beside the system's for intercepted TLS */
+        uint64_t approval_timeout_ms; /* --approval-timeout: a pending approval is denied after this */
         int layers;                   /* XB_LAYERS_*: --layers disk, memory or none */
         uint64_t store_size;          /* --store-size: the layer store's image */
         bool mount_owner_set;         /* --mount-owner UID:GID */

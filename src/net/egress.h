@@ -46,6 +46,7 @@ struct xb_netsys_opts {
         uint64_t rate;                /* bytes per second per sandbox; 0: unbounded */
         const char *cache_dir;        /* the package cache's home; NULL: no cache */
         uint64_t cache_size;          /* its bound; 0: no cache */
+        struct xb_tls *tls;           /* TLS for secrets' hosts (tls.h), taken; NULL: none */
 };
 
 struct xb_netsys_stats {
@@ -53,6 +54,7 @@ struct xb_netsys_stats {
         uint64_t bytes_out, bytes_in; /* sandbox to the world, and back */
         uint64_t dns_answered, dns_refused;
         uint64_t conns_open;
+        uint64_t tls_intercepted;     /* CONNECTs to secrets' hosts terminated (tls.h) */
 };
 
 struct xb_netsys;
@@ -86,3 +88,35 @@ void xb_net_free(struct xb_net *n);
 json_t *xb_net_log_json(const struct xb_net *n, uint64_t offset, unsigned limit);
 /* {"connections", "allowed", "denied", "bytes_out", "bytes_in"} so far. */
 json_t *xb_net_stats_json(const struct xb_net *n);
+
+/* Approvals: a connection to a name the policy marks `ask`, or a secret
+ * asked for from inside (GET http://127.0.0.1:3128/_execbox/secrets/NAME,
+ * $EXECBOX_API/secrets/NAME), waits for a human. The engine decides
+ * (core/approvals.c) through these hooks; net/ only waits, bounded. */
+#define XB_NET_API_PREFIX "/_execbox/"
+#define XB_NET_API_URL XB_NET_PROXY_URL "/_execbox"
+
+enum xb_ask_kind { XB_ASK_EGRESS, XB_ASK_SECRET };
+
+struct xb_net_ask {
+        enum xb_ask_kind kind;
+        const char *name;             /* the host, or the secret's name */
+        uint16_t port;
+        const char *hosts, *header;   /* a secret: what the sandbox proposes ("a.test,b.test"), or NULL */
+        const char *reason;           /* the sandbox's words, or NULL */
+        uint64_t timeout_ms;          /* 0: the server's */
+};
+
+/* The answer, exactly once unless cancelled: why is the refusal's reason;
+ * placeholder a granted secret's. */
+typedef void xb_net_answer_fn(void *arg, bool allow, const char *why, const char *placeholder);
+
+struct xb_net_hooks {
+        void *ctx;
+        /* 0 and *id: the answer comes later; else -errno, why filled. */
+        int (*ask)(void *ctx, const char *sandbox_id, const struct xb_net_ask *a, xb_net_answer_fn *answer,
+                   void *arg, uint64_t *id, char *why, size_t whylen);
+        void (*cancel)(void *ctx, uint64_t id);
+};
+
+void xb_netsys_set_hooks(struct xb_netsys *ns, const struct xb_net_hooks *h);

@@ -32,6 +32,8 @@ struct xb_netsys {
         struct xb_netsys_opts o;
         struct xb_loop *loop;
         struct xb_resolver *res;
+        struct xb_tls *tls;           /* tls.c: TLS for secrets' hosts; NULL without a state dir */
+        struct xb_net_hooks hooks;    /* approvals (ask.c); ask NULL: nothing waits, refused */
         struct xb_netrule *deny;
         size_t ndeny;
         struct xb_source *src;
@@ -89,6 +91,8 @@ struct xb_net {
         size_t log_cap;
         uint64_t log_first, log_next;
         uint64_t allowed, denied, bytes_out, bytes_in;
+        struct xb_netsecret *secrets; /* secret.c: what it may use, not see */
+        size_t nsecrets;
 };
 
 /* pkgenv.c: rebuild ns->env from the sources (after each is added). */
@@ -101,7 +105,7 @@ struct xb_resolver *xb__netsys_resolver(struct xb_netsys *ns);
 bool xb__netsys_is_self(struct xb_netsys *ns, const struct xb_ip *ip);
 
 /* The decision on a name (or a literal address), before resolution. */
-enum xb_verdict { XB_V_DENY, XB_V_ALLOW, XB_V_BY_ADDRESS };
+enum xb_verdict { XB_V_DENY, XB_V_ALLOW, XB_V_BY_ADDRESS, XB_V_ASK };
 enum xb_verdict xb__net_decide_name(struct xb_net *n, const struct xb_netpol *p, const char *host, bool literal,
                                     uint16_t port, char *rule, size_t rulelen);
 /* The decision on one resolved address: NULL when it may be used (rule
@@ -123,6 +127,10 @@ uint64_t xb__netlog_add(struct xb_net *n, const char *kind, const char *host, ui
                         bool allowed, const char *rule);
 void xb__netlog_bytes(struct xb_net *n, uint64_t off, uint64_t out, uint64_t in, const char *addr);
 void xb__netlog_free(struct xb_net *n);
+
+/* secret.c */
+struct xb_netsecret;
+void xb__net_secrets_free(struct xb_net *n);
 
 /* proxy.c */
 void xb__proxy_accept(struct xb_io *io, uint32_t events);

@@ -19,6 +19,8 @@
 #include "base/log.h"
 #include "net/net_int.h"
 #include "net/upstream.h"
+#include "net/secret.h"
+#include "net/tls.h"
 
 extern char **environ;
 
@@ -228,6 +230,8 @@ xb_netsys_open(const struct xb_netsys_opts *o, struct xb_loop *loop, struct xb_n
                                        o->sources[i]);
                         goto fail;
                 }
+        ns->tls = o->tls;
+        ns->o.tls = NULL;
         if ((r = xb__resolver_open(loop, o->dns_server, &ns->res, err)) < 0)
                 goto fail;
         read_self(ns);
@@ -266,6 +270,7 @@ xb_netsys_close(struct xb_netsys *ns)
         xb_upstream_close(ns->up);
         xb_pkgcache_close(ns->pkg);
         xb__netsys_pkg_env_free(ns);
+        xb_tls_close(ns->tls);
         for (size_t i = 0; i < ns->ndeny; i++)
                 xb_netrule_free(&ns->deny[i]);
         free(ns->deny);
@@ -358,6 +363,10 @@ xb__net_decide_name(struct xb_net *n, const struct xb_netpol *p, const char *hos
                 if (!literal && (m = xb_netrules_name(p->allow, p->nallow, host))) {
                         snprintf(rule, rulelen, "allow %s", m->text);
                         return XB_V_ALLOW;
+                }
+                if (!literal && (m = xb_netrules_name(p->ask, p->nask, host))) {
+                        snprintf(rule, rulelen, "ask %s", m->text);
+                        return XB_V_ASK;
                 }
                 if (xb_netrules_have_cidr(p->allow, p->nallow)) {
                         snprintf(rule, rulelen, "allowlist: by address");
@@ -467,6 +476,7 @@ xb_net_free(struct xb_net *n)
         xb_netpol_unref(n->pol);
         n->pol = NULL;
         xb__netlog_free(n);
+        xb__net_secrets_free(n);
         /* An event of this batch may still name one of its ios. */
         xb_loop_defer(n->ns->loop, &n->defer, free, n);
 }

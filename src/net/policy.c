@@ -179,22 +179,33 @@ xb_netpol_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err)
         if (!json_is_object(v))
                 return xb_err_msg(err, EINVAL, "%s", hint);
         json_object_foreach(v, key, val)
-                if (strcmp(key, "mode") && strcmp(key, "allow") && strcmp(key, "deny"))
-                        return xb_err_msg(err, EINVAL, "network: unknown field `%.32s`; it takes mode, allow "
-                                          "and deny", key);
+                if (strcmp(key, "mode") && strcmp(key, "allow") && strcmp(key, "deny") && strcmp(key, "ask"))
+                        return xb_err_msg(err, EINVAL, "network: unknown field `%.32s`; it takes mode, allow, "
+                                          "deny and ask", key);
         mode = json_object_get(v, "mode");
         if (!mode) {
                 /* {"allow": [...]} alone means an allowlist. */
-                m = json_object_get(v, "allow") ? XB_NET_ALLOWLIST : XB_NET_NONE;
+                m = json_object_get(v, "allow") || json_object_get(v, "ask") ? XB_NET_ALLOWLIST : XB_NET_NONE;
         } else if (!json_is_string(mode) || xb_netmode_parse(json_string_value(mode), &m) < 0)
                 return xb_err_msg(err, EINVAL, "network.mode must be none, packages, allowlist or open");
         p = xb_netpol_new(m);
         if (!p)
                 return xb_err_set(err, ENOMEM, "policy");
         if ((r = parse_rules(json_object_get(v, "allow"), "allow", &p->allow, &p->nallow, err)) < 0 ||
-            (r = parse_rules(json_object_get(v, "deny"), "deny", &p->deny, &p->ndeny, err)) < 0) {
+            (r = parse_rules(json_object_get(v, "deny"), "deny", &p->deny, &p->ndeny, err)) < 0 ||
+            (r = parse_rules(json_object_get(v, "ask"), "ask", &p->ask, &p->nask, err)) < 0) {
                 xb_netpol_unref(p);
                 return r;
+        }
+        /* ask: a human decides each connection to these names (approvals). */
+        for (size_t i = 0; i < p->nask; i++)
+                if (p->ask[i].kind == XB_RULE_CIDR) {
+                        xb_netpol_unref(p);
+                        return xb_err_msg(err, EINVAL, "network.ask[%zu] must be a domain or *.wildcard", i);
+                }
+        if (p->nask && m != XB_NET_ALLOWLIST) {
+                xb_netpol_unref(p);
+                return xb_err_msg(err, EINVAL, "network.ask needs mode allowlist");
         }
         if (p->nallow && m != XB_NET_ALLOWLIST) {
                 xb_netpol_unref(p);
@@ -219,8 +230,12 @@ rules_json(const struct xb_netrule *r, size_t n)
 json_t *
 xb_netpol_json(const struct xb_netpol *p)
 {
-        return json_pack("{s:s,s:o,s:o}", "mode", xb_netmode_name(p->mode), "allow", rules_json(p->allow, p->nallow),
-                         "deny", rules_json(p->deny, p->ndeny));
+        json_t *j = json_pack("{s:s,s:o,s:o}", "mode", xb_netmode_name(p->mode), "allow",
+                              rules_json(p->allow, p->nallow), "deny", rules_json(p->deny, p->ndeny));
+
+        if (j && p->nask)
+                json_object_set_new(j, "ask", rules_json(p->ask, p->nask));
+        return j;
 }
 
 struct xb_netpol *
@@ -240,6 +255,9 @@ xb_netpol_unref(struct xb_netpol *p)
                 xb_netrule_free(&p->allow[i]);
         for (size_t i = 0; i < p->ndeny; i++)
                 xb_netrule_free(&p->deny[i]);
+        for (size_t i = 0; i < p->nask; i++)
+                xb_netrule_free(&p->ask[i]);
+        free(p->ask);
         free(p->allow);
         free(p->deny);
         free(p);

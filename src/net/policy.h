@@ -27,8 +27,8 @@ struct xb_netrule {
 struct xb_netpol {
         unsigned refs;
         enum xb_netmode mode;
-        struct xb_netrule *allow, *deny;
-        size_t nallow, ndeny;
+        struct xb_netrule *allow, *deny, *ask;   /* ask: names a human approves per connection */
+        size_t nallow, ndeny, nask;
 };
 
 const char *xb_netmode_name(enum xb_netmode m);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "net/proxy_int.h"
+#include "net/tls.h"
 
 static void try_connect(struct xb_conn *c);
 
@@ -95,6 +96,9 @@ xb__px_close(struct xb_conn *c)
         if (c->ufd >= 0)
                 close(c->ufd);
         c->cfd = c->ufd = -1;
+        xb__tls_free(c);
+        if (c->asking)
+                xb__px_ask_cancel(c);
         pipe_close(&c->up);
         pipe_close(&c->down);
         if (c->ai) {
@@ -256,6 +260,10 @@ xb__px_update(struct xb_conn *c)
 
         if (c->dead || !c->net || c->pkg_owned)
                 return;
+        if (c->tls) {
+                xb__tls_update(c);
+                return;
+        }
         if (pending(&c->down))
                 cw |= EPOLLOUT;
         if (!c->throttled && !c->c_eof && has_room(&c->up) && (c->st == C_HEAD || c->st == C_RELAY))
@@ -578,6 +586,18 @@ xb__px_resolve(struct xb_conn *c)
                 deny(c, rule);
                 return;
         }
+        if (c->verdict == XB_V_ASK) {
+                xb__px_ask(c);
+                return;
+        }
+        xb__px_lookup(c);
+}
+
+void
+xb__px_lookup(struct xb_conn *c)
+{
+        struct xb_net *n = c->net;
+
         if (c->kind == K_FORWARD && xb__pkg_request(c))
                 return;
         c->st = C_RESOLVE;
@@ -662,6 +682,9 @@ start_relay(struct xb_conn *c)
                 xb__pkg_connected(c);
                 return;
         }
+        /* A secret's host over TLS: tls_relay.c terminates it. */
+        if (xb__tls_take(c))
+                return;
         c->st = C_RELAY;
         pipe_for(&c->up);
         pipe_for(&c->down);
@@ -749,4 +772,28 @@ xb__proxy_free_all(struct xb_net *n)
 {
         while (n->conns)
                 xb__px_close(n->conns);
+}
+
+size_t
+xb__px_allowance(struct xb_conn *c, size_t want)
+{
+        size_t take = allowance(c, want);
+
+        if (!take && !c->net->throttle_timer.active)
+                xb_timer_start(c->net->ns->loop, &c->net->throttle_timer, 20, unthrottle, c->net);
+        return take;
+}
+
+void
+xb__px_charge(struct xb_conn *c, size_t n_read)
+{
+        charge(c, n_read);
+}
+
+void
+xb__px_account(struct xb_conn *c, uint64_t out, uint64_t in)
+{
+        c->out += out;
+        c->in += in;
+        account(c, out, in);
 }

@@ -42,6 +42,9 @@ struct xb_conn {
         struct ares_addrinfo *ai;
         struct ares_addrinfo_node *node;
         uint64_t logoff, out, in;
+        struct xb_tlsconn *tls;       /* tls_relay.c has c: a secret's host over TLS */
+        bool asking;                  /* ask.c: waits for a human (ask_id) */
+        uint64_t ask_id;
         char *fwd_head;               /* the rebuilt request head (K_FORWARD) */
         size_t fwd_len;
         struct xb_pkgreq *pkg;        /* the package cache's (pkgserve.c), or NULL */
@@ -74,3 +77,18 @@ void xb__px_parse_head(struct xb_conn *c);
 bool xb__pkg_request(struct xb_conn *c);
 void xb__pkg_connected(struct xb_conn *c);
 void xb__pkg_release(struct xb_conn *c);
+/* secret.c: the secrets for c->host put into c->fwd_head; -errno. */
+int xb__px_inject(struct xb_conn *c);
+/* proxy.c, for tls_relay.c: the sandbox's bucket (0 throttles c until
+ * the refill), charging a read, and counting bytes relayed. */
+size_t xb__px_allowance(struct xb_conn *c, size_t want);
+void xb__px_charge(struct xb_conn *c, size_t n_read);
+void xb__px_account(struct xb_conn *c, uint64_t out, uint64_t in);
+/* proxy.c: look c's name up once it is allowed (verdict and rule set). */
+void xb__px_lookup(struct xb_conn *c);
+/* ask.c: wait for a human on c (verdict XB_V_ASK); its answer resumes c. */
+void xb__px_ask(struct xb_conn *c);
+void xb__px_ask_cancel(struct xb_conn *c);
+/* ask.c: the sandbox's own API on the proxy (path of plen bytes, origin
+ * form); false when path is not under XB_NET_API_PREFIX. */
+bool xb__px_internal(struct xb_conn *c, const char *path, size_t plen);

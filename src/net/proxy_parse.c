@@ -197,13 +197,16 @@ parse_http(struct xb_conn *c)
                         return;
                 }
                 if (forward_head(c, b, (size_t)(sp1 - b), slash ? slash : "/", slash ? (size_t)(sp2 - slash) : 1,
-                                 sp2 + 1, (size_t)(eol - sp2 - 1), eol + 2, headlen - (size_t)(eol + 2 - b) - 2) < 0) {
+                                 sp2 + 1, (size_t)(eol - sp2 - 1), eol + 2, headlen - (size_t)(eol + 2 - b) - 2) < 0 ||
+                    xb__px_inject(c) < 0) {
                         xb__px_close(c);
                         return;
                 }
                 c->up.off += headlen;
                 c->up.len -= headlen;
         } else if (sp1[1] == '/') {
+                if (xb__px_internal(c, sp1 + 1, (size_t)(sp2 - sp1 - 1)))
+                        return;
                 status_page(c);
                 return;
         } else {

@@ -36,7 +36,7 @@ op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 static void
 op_network(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "mode", "allow", "deny", NULL };
+        static const char *const fields[] = { "mode", "allow", "deny", "ask", NULL };
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct xb_err err = { 0 };

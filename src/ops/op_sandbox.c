@@ -160,7 +160,7 @@ static void
 op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
         static const char *const fields[] = { "limits", "env", "timeout_s", "mounts", "metadata", "template", "user",
-                                              "network", "auto_pause", "paused_ttl_s", "max_lifetime_s", NULL };
+                                              "network", "auto_pause", "paused_ttl_s", "max_lifetime_s", "secrets", NULL };
         struct xb_err err = { 0 };
         struct xb_limits l;
         struct xb_bind binds[MOUNTS_MAX];
@@ -228,6 +228,12 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_fail(c, &err);
                 return;
         }
+        if (xb_sbx_secrets(s, NULL, tenant, json_object_get(args, "secrets"), &err) < 0) {
+                xb_netpol_unref(pol);
+                xb_strv_free(env);
+                xb_call_fail(c, &err);
+                return;
+        }
         /* The sandbox takes env. */
         {
                 uint32_t uid = user ? (!strcmp(user, "root") ? 0 : XB_USER_UID) : t ? t->uid : XB_USER_UID;
@@ -256,6 +262,12 @@ op_create(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 x->uid = t->uid;
         if (user)
                 x->uid = !strcmp(user, "root") ? 0 : XB_USER_UID;
+        if (xb_sbx_secrets(s, x, tenant, json_object_get(args, "secrets"), &err) < 0) {
+                xb_netpol_unref(pol);
+                xb_sbx_destroy(x, XB_SBX_SETUP_FAILED, NULL);
+                xb_call_fail(c, &err);
+                return;
+        }
         if (pol) {
                 xb_sbx_set_network(x, pol, &err);   /* checked above */
                 xb_netpol_unref(pol);

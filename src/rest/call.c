@@ -293,6 +293,10 @@ xb_rest_op_handler(struct xb_req *r)
                 if (j)
                         json_object_set_new(args, q->name, j);
         }
+        /* Set by this server alone: an admin token's view of every tenant. */
+        json_object_del(args, XB_REST_ALL_TENANTS);
+        if (rt->admin_all && xb_req_admin(r))
+                json_object_set_new(args, XB_REST_ALL_TENANTS, json_true());
         run(r, rt->op, args, rt->status, rt->sse && xb_req_accepts(r, "text/event-stream"), rt->decor,
             NULL);
 }

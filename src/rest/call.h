@@ -55,6 +55,9 @@ struct xb_rest_op_route {
         const char *check_op;
         const struct xb_rest_decor *decor;   /* or NULL */
         const char *bad_body_hint;  /* for a body that is not a JSON object; NULL: the table's */
+        bool admin_all;             /* an admin token acts for every tenant (args get XB_REST_ALL_TENANTS) */
 };
+
+#define XB_REST_ALL_TENANTS XB_OP_ALL_TENANTS
 
 void xb_rest_op_handler(struct xb_req *r);

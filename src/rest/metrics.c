@@ -211,6 +211,27 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
                                  "execbox_egress_dns_queries_total{answer=\"refused\"} %llu\n",
                               (unsigned long long)ns->dns_answered, (unsigned long long)ns->dns_refused);
                 package_cache(b, xb_netsys_pkgcache(s->net));
+                {
+                        uint64_t ap[5];
+
+                        xb_core_approvals_counts(s, ap);
+                        gauge(b, "execbox_secrets", "Secrets stored (every tenant's; never their values).",
+                              (double)s->nsecrets);
+                        counter(b, "execbox_secret_injections_total",
+                                "Requests the egress proxy put a secret into (counted per secret).",
+                                xb_net_injections());
+                        counter(b, "execbox_egress_tls_intercepted_total",
+                                "TLS connections to secrets' hosts the proxy terminated.", ns->tls_intercepted);
+                        gauge(b, "execbox_approvals_pending", "Requests waiting for a human now.", (double)ap[0]);
+                        family(b, "execbox_approvals_total", "counter",
+                               "Requests that waited for a human, by outcome.");
+                        xb_buf_printf(b, "execbox_approvals_total{outcome=\"asked\"} %llu\n"
+                                         "execbox_approvals_total{outcome=\"allowed\"} %llu\n"
+                                         "execbox_approvals_total{outcome=\"denied\"} %llu\n"
+                                         "execbox_approvals_total{outcome=\"timed_out\"} %llu\n",
+                                      (unsigned long long)ap[1], (unsigned long long)ap[2],
+                                      (unsigned long long)ap[3], (unsigned long long)ap[4]);
+                }
         }
         if (s->eng->store) {
                 size_t nt = 0;

@@ -23,6 +23,9 @@
 #define TIMEOUT_BODY(desc) JSON_BODY_OPT(OBJ_CLOSED("\"timeout_s\": {\"type\": [\"number\", \"null\"], "        \
                                                     "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
 
+#define J_SECRET OBJ_OPEN("\"name\": {\"type\": \"string\"}, \"hosts\": {\"type\": \"array\", \"items\": " \
+        "{\"type\": \"string\"}}, \"header\": {\"type\": \"string\"}, \"created_ms\": {\"type\": \"integer\"}", \
+        "\"name\", \"hosts\"")
 #define J_WATCH_EVENT "{\"type\": \"object\", \"properties\": {\"type\": {\"type\": \"string\", \"enum\": [\"create\", \"write\", " \
         "\"remove\", \"rename\", \"chmod\", \"overflow\"]}, \"name\": {\"type\": \"string\", \"description\": " \
         "\"Relative to the watched directory.\"}}, \"required\": [\"type\", \"name\"]}"
@@ -100,6 +103,8 @@ const char *const xb_op_tags[] = {
         "docs", "This document, the tools, the guide and the plugin manifest.",
         "sandboxes", "Create, list, extend and delete sandboxes.",
         "network", "A sandbox's egress: its policy, changed live, and the log of every decision.",
+        "secrets", "Values sandboxes use on the network without ever holding them.",
+        "approvals", "What waits for a human: secrets asked for from inside, hosts the policy marks ask.",
         "commands", "Run a command and wait for its result.",
         "processes", "Background processes: start, read output by offset, write stdin, signal, wait.",
         "files", "Read, write, list and move files in a sandbox.",
@@ -173,7 +178,10 @@ const struct xb_op_def xb_op_defs[] = {
 
         /* ---- sandboxes (api.c) ---- */
         { .tool = "sandbox_create", .tag = "sandboxes", .errors = "429",
-          .body = "{\"mounts\": {\"type\": [\"array\", \"null\"], \"maxItems\": 32, \"description\": \"Host "
+          .body = "{\"secrets\": {\"type\": [\"array\", \"null\"], \"maxItems\": 32, \"items\": "
+                  "{\"type\": \"string\"}, \"description\": \"Names of your secrets (POST /v1/secrets) it may "
+                  "use: each is an env var holding a placeholder the egress proxy swaps for the value.\"}, "
+                  "\"mounts\": {\"type\": [\"array\", \"null\"], \"maxItems\": 32, \"description\": \"Host "
                   "directories to bind in; only those the operator allowed with --allow-mount.\", \"items\": "
                   OBJ_CLOSED("\"host\": {\"type\": \"string\"}, \"path\": {\"type\": \"string\"}, \"readonly\": "
                              "{\"type\": [\"boolean\", \"null\"], \"description\": \"null: true.\"}",
@@ -202,6 +210,51 @@ const struct xb_op_def xb_op_defs[] = {
         { .method = "DELETE", .path = "/v1/templates/{name}", .id = "template_delete", .tag = "templates",
           .summary = "Delete a template; refused (409) while a sandbox uses it.",
           .reply = "{\"description\": \"Deleted.\"}" },
+        { .method = "POST", .path = "/v1/secrets", .id = "secret_create", .tag = "secrets", .status = 201,
+          .summary = "Store a secret (or replace one of the same name) for sandboxes to use without seeing it.",
+          .description = "A sandbox created with \"secrets\": [name] gets a placeholder in the env var NAME; its "
+                         "egress proxy swaps the placeholder for the value, and adds header with {value} filled "
+                         "in, only in requests to hosts (HTTPS too: the server terminates TLS for those hosts "
+                         "with its own CA, which the sandbox trusts). No reply, log or metric holds the value.",
+          .body = JSON_BODY(OBJ_CLOSED("\"name\": {\"type\": \"string\", \"pattern\": "
+                            "\"^[A-Za-z_][A-Za-z0-9_]{0,63}$\", \"description\": \"Also the env var's name.\"}, "
+                            "\"value\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 4096}, "
+                            "\"hosts\": {\"type\": \"array\", \"minItems\": 1, \"maxItems\": 32, \"items\": "
+                            "{\"type\": \"string\"}, \"description\": \"Names or *.wildcards it is sent to.\"}, "
+                            "\"header\": {\"type\": [\"string\", \"null\"], \"description\": \"Such as "
+                            "Authorization: Bearer {value}. null: only placeholders are swapped.\"}",
+                            "\"name\", \"value\", \"hosts\"")),
+          .reply = JSON_REPLY("The secret, without its value.", J_SECRET) },
+        { .method = "GET", .path = "/v1/secrets", .id = "secret_list", .tag = "secrets",
+          .summary = "List your secrets (names, hosts, headers; never values).",
+          .reply = JSON_REPLY("The secrets.", OBJ_OPEN("\"secrets\": {\"type\": \"array\", \"items\": "
+                              J_SECRET "}", "\"secrets\"")) },
+        { .method = "DELETE", .path = "/v1/secrets/{name}", .id = "secret_delete", .tag = "secrets",
+          .summary = "Delete a secret; sandboxes that hold it send the placeholder from now on.",
+          .reply = "{\"description\": \"Deleted.\"}" },
+        { .method = "GET", .path = "/v1/approvals", .id = "approval_list", .tag = "approvals",
+          .summary = "What waits for a human: secrets sandboxes asked for, connections to names marked ask.",
+          .description = "Each entry has id, kind (secret or egress), sandbox_id, reason, the secret's name (and "
+                         "the hosts and header the sandbox proposed) or the host and port, and when it expires "
+                         "(then it is denied). An admin token sees every tenant's.",
+          .reply = JSON_REPLY("The pending approvals.", OBJ_OPEN("\"approvals\": {\"type\": \"array\", "
+                              "\"items\": {\"type\": \"object\"}}", "\"approvals\"")) },
+        { .method = "POST", .path = "/v1/approvals/{id}", .id = "approval_decide", .tag = "approvals",
+          .errors = "404",
+          .summary = "Allow or deny what waits; the waiting request goes on or is refused at once.",
+          .description = "For a secret, allow with its value (and hosts and header, if the sandbox proposed "
+                         "none): it becomes your secret and the sandbox gets its placeholder; without a value "
+                         "your existing secret of that name is attached. For egress, remember adds the host to "
+                         "the sandbox's allow list. The reply never holds the value.",
+          .body = JSON_BODY(OBJ_CLOSED("\"decision\": {\"type\": \"string\", \"enum\": [\"allow\", "
+                            "\"deny\"]}, \"remember\": {\"type\": [\"boolean\", \"null\"]}, \"value\": "
+                            "{\"type\": [\"string\", \"null\"]}, \"hosts\": {\"type\": [\"array\", "
+                            "\"null\"], \"items\": {\"type\": \"string\"}}, \"header\": {\"type\": "
+                            "[\"string\", \"null\"]}", "\"decision\"")),
+          .reply = JSON_REPLY("The decision.", OBJ_OPEN("\"id\": {\"type\": \"string\"}, \"decision\": "
+                              "{\"type\": \"string\"}, \"kind\": {\"type\": \"string\"}, \"name\": "
+                              "{\"type\": \"string\"}, \"remembered\": {\"type\": \"boolean\"}",
+                              "\"id\", \"decision\"")) },
         { .method = "GET", .path = "/v1/sandboxes/{id}", .id = "get_sandbox", .tag = "sandboxes",
           .summary = "Describe a sandbox.", .reply = JSON_REPLY("The sandbox.", J_SANDBOX) },
         { .tool = "sandbox_delete", .tag = "sandboxes" },

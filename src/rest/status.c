@@ -53,6 +53,13 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
                                      "/v1/sandboxes/{id}/network shows it); only the operator can raise it "
                                      "(execbox serve --network-max)" },
         [XB_E_NETWORK_UNAVAILABLE] = { 503, "this server runs without egress; its operator can enable it" },
+        [XB_E_INVALID_SECRET] = { 400, "send {\"name\": \"GITHUB_TOKEN\", \"value\": \"...\", \"hosts\": "
+                                  "[\"api.github.com\"], \"header\": \"Authorization: Bearer {value}\"}" },
+        [XB_E_SECRET_NOT_FOUND] = { 404, "list secrets with GET /v1/secrets; a human creates one with POST "
+                                    "/v1/secrets (a sandbox may ask for one at $EXECBOX_API/secrets/NAME)" },
+        [XB_E_TOO_MANY_SECRETS] = { 429, "delete a secret first (DELETE /v1/secrets/{name})" },
+        [XB_E_APPROVAL_NOT_FOUND] = { 404, "list what waits with GET /v1/approvals; a decided or timed-out "
+                                      "approval is gone" },
 
         [XB_E_PROCESS_NOT_FOUND] = { 404, "list processes with GET /v1/sandboxes/{id}/processes" },
         [XB_E_WATCHER_NOT_FOUND] = { 404, "create a watcher with POST /v1/sandboxes/{id}/watchers; an ended one "

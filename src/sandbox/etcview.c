@@ -29,10 +29,13 @@ struct budget {
 };
 
 /* What the view depends on: each allowlisted entry's identity and times. */
+static uint64_t fnv1a(const char *s);
+
 static int
-fingerprint(unsigned user_uid, struct xb_buf *fp)
+fingerprint(unsigned user_uid, const char *extra_ca, struct xb_buf *fp)
 {
-        int r = xb_buf_printf(fp, STAMP_VERSION " uid=%u\n", user_uid);
+        int r = xb_buf_printf(fp, STAMP_VERSION " uid=%u ca=%016llx\n", user_uid,
+                              (unsigned long long)(extra_ca ? fnv1a(extra_ca) : 0));
 
         for (const char *const *e = xb_etc_allowlist; *e && !r; e++) {
                 struct stat st;
@@ -204,8 +207,49 @@ accounts(char **ret, const char *master, const char *fallback, const char *user_
         return asprintf(ret, "%s%s", text, user_line) < 0 ? -ENOMEM : 0;
 }
 
+/* The host's CA bundle with extra appended, in place of the copy (which
+ * may be a symlink), and extra alone beside it for NODE_EXTRA_CA_CERTS. */
 static int
-build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
+add_ca(int etc, int d, const char *extra)
+{
+        _cleanup_close_ int src = openat(etc, "ssl/certs/ca-certificates.crt", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int certs = openat(d, "ssl/certs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct xb_buf b = { .max = 8u << 20 };
+        char chunk[65536];
+        ssize_t n;
+        int r = 0;
+
+        if (certs < 0) {
+                if (mkdirat(d, "ssl", 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                if (mkdirat(d, "ssl/certs", 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                certs = openat(d, "ssl/certs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (certs < 0)
+                        return -errno;
+        }
+        while (src >= 0 && (n = read(src, chunk, sizeof(chunk))) > 0 && !r)
+                r = xb_buf_append(&b, chunk, (size_t)n);
+        if (!r && b.len && b.data[b.len - 1] != '\n')
+                r = xb_buf_append(&b, "\n", 1);
+        if (!r)
+                r = xb_buf_append(&b, extra, strlen(extra));
+        if (!r)
+                r = xb_buf_append(&b, "", 1);
+        if (r < 0) {
+                xb_buf_free(&b);
+                return -ENOMEM;
+        }
+        unlinkat(certs, "ca-certificates.crt", 0);
+        r = write_file(certs, "ca-certificates.crt", b.data, 0644);
+        xb_buf_free(&b);
+        if (!r)
+                r = write_file(certs, "execbox-egress-ca.pem", extra, 0644);
+        return r;
+}
+
+static int
+build(int root, const char *tmpname, unsigned user_uid, const char *stamp, const char *extra_ca)
 {
         struct budget b = { 0 };
         _cleanup_free_ char *passwd = NULL, *group = NULL;
@@ -232,6 +276,8 @@ build(int root, const char *tmpname, unsigned user_uid, const char *stamp)
         snprintf(line, sizeof(line), "user:x:%u:\n", user_uid);
         if (!r)
                 r = accounts(&group, "group.master", "root:x:0:\ntty:x:5:\nusers:x:100:\nnogroup:x:65534:\n", line);
+        if (!r && extra_ca)
+                r = add_ca(etc, d, extra_ca);
         if (!r)
                 r = write_file(d, "passwd", passwd, 0644);
         if (!r)
@@ -328,6 +374,15 @@ stamp_current(int root, const char *view)
 int
 xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct xb_err *err)
 {
+        return xb_etcview_prepare_ca(dir, user_uid, NULL, ret_path, err);
+}
+
+int
+xb_etcview_prepare_ca(const char *dir, unsigned user_uid, const char *extra_ca, char **ret_path,
+                      struct xb_err *err)
+{
+        char cadir[4096];
+
         _cleanup_close_ int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct xb_buf fp = { .max = 1 << 20 };
         char view[64], tmpname[64], path[4096];
@@ -336,6 +391,18 @@ xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct x
 
         if (root < 0)
                 return xb_err_set(err, errno, "open %s", dir);
+        /* Each CA has views of its own, so no caller without it (or with
+         * another) ever binds them. */
+        if (extra_ca) {
+                snprintf(cadir, sizeof(cadir), "%s/caview-%016llx", dir, (unsigned long long)fnv1a(extra_ca));
+                if (mkdir(cadir, 0755) < 0 && errno != EEXIST)
+                        return xb_err_set(err, errno, "mkdir %s", cadir);
+                close(root);
+                root = open(cadir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (root < 0)
+                        return xb_err_set(err, errno, "open %s", cadir);
+                dir = cadir;
+        }
         /* Checked a moment ago (a burst of runs): the current view, without
          * the ~40 stat calls of a fingerprint. */
         if (fstatat(root, CHECKED, &st, AT_SYMLINK_NOFOLLOW) == 0 && time(NULL) >= st.st_mtime &&
@@ -346,7 +413,7 @@ xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct x
                     faccessat(root, view, F_OK, AT_SYMLINK_NOFOLLOW) == 0 && stamp_current(root, view))
                         goto done;
         }
-        if (fingerprint(user_uid, &fp) < 0) {
+        if (fingerprint(user_uid, extra_ca, &fp) < 0) {
                 xb_buf_free(&fp);
                 return xb_err_set(err, ENOMEM, "fingerprint /etc");
         }
@@ -354,7 +421,7 @@ xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct x
         if (fstatat(root, view, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 snprintf(tmpname, sizeof(tmpname), "etc.new.%d", (int)getpid());
                 rm_rf_at(root, tmpname, 0);
-                r = build(root, tmpname, user_uid, fp.data);
+                r = build(root, tmpname, user_uid, fp.data, extra_ca);
                 if (r < 0) {
                         xb_buf_free(&fp);
                         rm_rf_at(root, tmpname, 0);
@@ -381,4 +448,13 @@ done:
         snprintf(path, sizeof(path), "%s/%s", dir, view);
         *ret_path = strdup(path);
         return *ret_path ? 0 : xb_err_set(err, ENOMEM, "etc view");
+}
+
+void
+xb_etcview_remove_ca(int dir_fd, const char *extra_ca)
+{
+        char name[64];
+
+        snprintf(name, sizeof(name), "caview-%016llx", (unsigned long long)fnv1a(extra_ca));
+        rm_rf_at(dir_fd, name, 0);
 }

@@ -21,3 +21,11 @@
 
 /* The current view, built if needed: *ret_path (malloc'd) is dir/etc-<hash>. */
 int xb_etcview_prepare(const char *dir, unsigned user_uid, char **ret_path, struct xb_err *err);
+/* The same with extra_ca (PEM) appended to ssl/certs/ca-certificates.crt
+ * and kept as ssl/certs/execbox-egress-ca.pem: the egress CA of secrets
+ * (net/tls.h). dir should be the CA's own (a view per CA). */
+int xb_etcview_prepare_ca(const char *dir, unsigned user_uid, const char *extra_ca, char **ret_path,
+                          struct xb_err *err);
+/* Remove the views of extra_ca under the directory dir_fd, once no sandbox
+ * binds them (the server stopped after every sandbox ended). */
+void xb_etcview_remove_ca(int dir_fd, const char *extra_ca);

@@ -77,8 +77,8 @@ xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb
         e->runtime_fd = r;
         if ((r = xb_uidpool_open(&e->uids, e->runtime_fd, "uids.lock", 0, err)) < 0)
                 goto fail;
-        if ((r = xb_etcview_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, XB_USER_UID,
-                                    &e->etc_dir, err)) < 0)
+        if ((r = xb_etcview_prepare_ca(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, XB_USER_UID,
+                                       o->extra_ca_pem, &e->etc_dir, err)) < 0)
                 goto fail;
         if (o->layers != XB_LAYERS_NONE &&
             (r = xb_layers_base_prepare(o->runtime_dir ? o->runtime_dir : XB_RUNTIME_DIR, &e->layout, XB_USER_UID,

@@ -52,6 +52,7 @@ struct xb_engine_opts {
         bool mount_owner_set;
         uint32_t mount_uid, mount_gid;
         unsigned max_sandboxes;       /* the host's pools are raised for this many (pools.h); 0 not */
+        const char *extra_ca_pem;     /* trusted inside besides the host's CAs (the egress CA), or NULL */
 };
 
 /* What every sandbox of one process shares: built once. */

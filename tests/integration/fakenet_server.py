@@ -61,6 +61,14 @@ class Web(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk[:k])
                 n -= k
             return
+        if self.path.startswith("/headers"):
+            # The request line and headers as they came (the secrets tests).
+            body = (f"{self.requestline}\n{self.headers}").encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         body = (f"host={self.headers.get('Host')} peer={self.client_address[0]} path={self.path} "
                 f"via={self.headers.get('Via', '-')}\n").encode()
         self.send_response(200)
