@@ -77,6 +77,7 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
         if ((r = xb_records_open(c)) < 0)
                 xb_warn("sandbox records and tombstones are not kept in %s: %s", o->state_dir, strerror(-r));
         xb_core_approvals_open(c);
+        xb_core_peers_open(c);
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);

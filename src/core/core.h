@@ -360,6 +360,9 @@ int xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struc
 json_t *xb_core_secrets_json(struct xb_core *s, int tenant);
 void xb_core_secrets_free(struct xb_core *s);
 
+/* Peers (network.c): net/'s hook that connects one sandbox to another's port. */
+void xb_core_peers_open(struct xb_core *s);
+
 /* ---- approvals (approvals.c): what waits for a human ---- */
 void xb_core_approvals_open(struct xb_core *s);
 void xb_core_approvals_free(struct xb_core *s);

@@ -4,11 +4,13 @@
  * and the decisions are net/'s. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/core.h"
+#include "core/ports.h"
 
 static const char *const proxy_env[] = {
         "HTTP_PROXY=" XB_NET_PROXY_URL, "HTTPS_PROXY=" XB_NET_PROXY_URL, "http_proxy=" XB_NET_PROXY_URL,
@@ -32,7 +34,7 @@ int
 xb_core_network_check(struct xb_core *s, const struct xb_netpol *p, struct xb_err *err)
 {
         if (!s->net) {
-                if (p->mode == XB_NET_NONE)
+                if (p->mode == XB_NET_NONE && !p->npeers)
                         return 0;
                 return xb_err_code(err, XB_E_NETWORK_UNAVAILABLE, EOPNOTSUPP, NULL,
                                    "this server gives sandboxes no network (it runs without egress)");
@@ -76,7 +78,8 @@ xb_sbx_net_env(const struct xb_sbx *x)
 
         if (!x->net)
                 return NULL;
-        if (xb_net_policy(x->net)->mode == XB_NET_NONE)
+        /* none with peers still points tools at the proxy: peers' names go through it. */
+        if (xb_net_policy(x->net)->mode == XB_NET_NONE && !xb_net_policy(x->net)->npeers)
                 return api_env;
         if (xb_net_policy(x->net)->mode != XB_NET_PACKAGES || !(extra = xb_netsys_pkg_env(x->core->net)))
                 return proxy_env;
@@ -131,4 +134,46 @@ xb__sbx_network_ready(struct xb_sbx *x)
         }
         if (xb_net_attach(x->net, fds, &err) < 0)
                 xb_warn("sandbox %s: %s", x->id, err.msg);
+}
+
+/* net/'s peer hook (egress.h): from may reach to's port when both belong
+ * to one tenant and to's policy lists from too (net/peer.c checked from's
+ * own). Another tenant's sandbox and a gone one get the same answer, so
+ * the refusal tells nothing about who else runs here. */
+static int
+peer_connect(void *ctx, const char *from, const char *to, uint16_t port, int *fd, char *why, size_t whylen)
+{
+        struct xb_core *s = ctx;
+        struct xb_sbx *a = xb_sbx_find(s, from, XB_TENANT_ANY), *b;
+        struct xb_err err = { 0 };
+
+        b = a ? xb_sbx_find(s, to, a->tenant) : NULL;
+        if (!b) {
+                snprintf(why, whylen, "no sandbox %s of this tenant (ended, or never there)", to);
+                return -EPERM;
+        }
+        if (!b->net || !xb_netpol_has_peer(xb_net_policy(b->net), from)) {
+                snprintf(why, whylen, "sandbox %s does not list this one (%s) in its network.peers; both must "
+                         "opt in", to, from);
+                return -EPERM;
+        }
+        if (b->paused && !b->pause_auto) {
+                snprintf(why, whylen, "sandbox %s is paused; resume it first (POST /v1/sandboxes/%s/resume)", to, to);
+                return -EBUSY;
+        }
+        /* One paused by its idle clock resumes, as for a request to its port. */
+        if (!xb_sbx_use(s, to, a->tenant, &err) || xb_ports_connect(b, port, fd, &err) < 0) {
+                snprintf(why, whylen, "%s", err.msg[0] ? err.msg : "unreachable");
+                return err.ecode == XB_E_SANDBOX_PAUSED ? -EBUSY : -ECONNREFUSED;
+        }
+        return 0;
+}
+
+void
+xb_core_peers_open(struct xb_core *s)
+{
+        struct xb_net_peer_hook h = { .ctx = s, .connect = peer_connect };
+
+        if (s->net)
+                xb_netsys_set_peer_hook(s->net, &h);
 }

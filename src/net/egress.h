@@ -55,6 +55,7 @@ struct xb_netsys_stats {
         uint64_t dns_answered, dns_refused;
         uint64_t conns_open;
         uint64_t tls_intercepted;     /* CONNECTs to secrets' hosts terminated (tls.h) */
+        uint64_t peer_allowed, peer_denied;   /* connections to peers' ports (peer.c) */
 };
 
 struct xb_netsys;
@@ -120,3 +121,23 @@ struct xb_net_hooks {
 };
 
 void xb_netsys_set_hooks(struct xb_netsys *ns, const struct xb_net_hooks *h);
+
+/* Peers: from inside A, http://B.sandbox.internal:PORT/ (or CONNECT, or
+ * SOCKS5, to B.sandbox.internal:PORT) through A's proxy reaches a server
+ * listening on B's loopback, when A's policy lists B in peers and B's
+ * lists A (peer.c). No DNS is involved: the proxy takes the name. The
+ * engine decides the rest (core/peers.c: same tenant, B's opt-in, B
+ * running) at each connection, and hands back a socket made in B's
+ * network namespace. */
+#define XB_NET_PEER_SUFFIX ".sandbox.internal"
+
+struct xb_net_peer_hook {
+        void *ctx;
+        /* A socket connected or connecting to port on to's loopback, in
+         * *fd; or -EPERM (not allowed), -EBUSY (paused) or another -errno
+         * (unreachable), with why filled. */
+        int (*connect)(void *ctx, const char *from, const char *to, uint16_t port, int *fd, char *why,
+                       size_t whylen);
+};
+
+void xb_netsys_set_peer_hook(struct xb_netsys *ns, const struct xb_net_peer_hook *h);

@@ -34,6 +34,7 @@ struct xb_netsys {
         struct xb_resolver *res;
         struct xb_tls *tls;           /* tls.c: TLS for secrets' hosts; NULL without a state dir */
         struct xb_net_hooks hooks;    /* approvals (ask.c); ask NULL: nothing waits, refused */
+        struct xb_net_peer_hook peer; /* peer.c; connect NULL: no peers */
         struct xb_netrule *deny;
         size_t ndeny;
         struct xb_source *src;

@@ -142,6 +142,48 @@ parse_rules(json_t *v, const char *field, struct xb_netrule **ret, size_t *ret_n
         return 0;
 }
 
+/* peers: sandbox ids (lowercase letters and digits), at most XB_NETPEERS_MAX. */
+static int
+parse_peers(json_t *v, struct xb_netpol *p, struct xb_err *err)
+{
+        json_t *e;
+        size_t i;
+
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_array(v) || json_array_size(v) > XB_NETPEERS_MAX)
+                return xb_err_msg(err, EINVAL, "network.peers must be an array of at most %d sandbox ids",
+                                  XB_NETPEERS_MAX);
+        if (json_array_size(v) == 0)
+                return 0;
+        p->peers = calloc(json_array_size(v), sizeof(*p->peers));
+        if (!p->peers)
+                return xb_err_set(err, ENOMEM, "peers");
+        json_array_foreach(v, i, e) {
+                const char *id = json_string_value(e);
+                size_t n = id ? strlen(id) : 0;
+
+                if (!id || n == 0 || n > XB_NETPEER_ID_MAX || strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") != n)
+                        return xb_err_msg(err, EINVAL, "network.peers[%zu] must be a sandbox id (lowercase letters "
+                                          "and digits)", i);
+                if (xb_netpol_has_peer(p, id))
+                        continue;
+                if (!(p->peers[p->npeers] = strdup(id)))
+                        return xb_err_set(err, ENOMEM, "peers");
+                p->npeers++;
+        }
+        return 0;
+}
+
+bool
+xb_netpol_has_peer(const struct xb_netpol *p, const char *id)
+{
+        for (size_t i = 0; p && i < p->npeers; i++)
+                if (!strcmp(p->peers[i], id))
+                        return true;
+        return false;
+}
+
 struct xb_netpol *
 xb_netpol_new(enum xb_netmode m)
 {
@@ -179,9 +221,10 @@ xb_netpol_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err)
         if (!json_is_object(v))
                 return xb_err_msg(err, EINVAL, "%s", hint);
         json_object_foreach(v, key, val)
-                if (strcmp(key, "mode") && strcmp(key, "allow") && strcmp(key, "deny") && strcmp(key, "ask"))
+                if (strcmp(key, "mode") && strcmp(key, "allow") && strcmp(key, "deny") && strcmp(key, "ask") &&
+                    strcmp(key, "peers"))
                         return xb_err_msg(err, EINVAL, "network: unknown field `%.32s`; it takes mode, allow, "
-                                          "deny and ask", key);
+                                          "deny, ask and peers", key);
         mode = json_object_get(v, "mode");
         if (!mode) {
                 /* {"allow": [...]} alone means an allowlist. */
@@ -193,7 +236,8 @@ xb_netpol_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err)
                 return xb_err_set(err, ENOMEM, "policy");
         if ((r = parse_rules(json_object_get(v, "allow"), "allow", &p->allow, &p->nallow, err)) < 0 ||
             (r = parse_rules(json_object_get(v, "deny"), "deny", &p->deny, &p->ndeny, err)) < 0 ||
-            (r = parse_rules(json_object_get(v, "ask"), "ask", &p->ask, &p->nask, err)) < 0) {
+            (r = parse_rules(json_object_get(v, "ask"), "ask", &p->ask, &p->nask, err)) < 0 ||
+            (r = parse_peers(json_object_get(v, "peers"), p, err)) < 0) {
                 xb_netpol_unref(p);
                 return r;
         }
@@ -235,6 +279,13 @@ xb_netpol_json(const struct xb_netpol *p)
 
         if (j && p->nask)
                 json_object_set_new(j, "ask", rules_json(p->ask, p->nask));
+        if (j && p->npeers) {
+                json_t *a = json_array();
+
+                for (size_t i = 0; a && i < p->npeers; i++)
+                        json_array_append_new(a, json_string(p->peers[i]));
+                json_object_set_new(j, "peers", a);
+        }
         return j;
 }
 
@@ -257,6 +308,9 @@ xb_netpol_unref(struct xb_netpol *p)
                 xb_netrule_free(&p->deny[i]);
         for (size_t i = 0; i < p->nask; i++)
                 xb_netrule_free(&p->ask[i]);
+        for (size_t i = 0; i < p->npeers; i++)
+                free(p->peers[i]);
+        free(p->peers);
         free(p->ask);
         free(p->allow);
         free(p->deny);

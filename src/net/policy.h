@@ -13,6 +13,8 @@
 
 #define XB_NETRULES_MAX 256
 #define XB_NETNAME_MAX 253
+#define XB_NETPEERS_MAX 64
+#define XB_NETPEER_ID_MAX 31
 
 enum xb_netmode { XB_NET_NONE, XB_NET_PACKAGES, XB_NET_ALLOWLIST, XB_NET_OPEN };
 
@@ -29,6 +31,9 @@ struct xb_netpol {
         enum xb_netmode mode;
         struct xb_netrule *allow, *deny, *ask;   /* ask: names a human approves per connection */
         size_t nallow, ndeny, nask;
+        /* peers: sandbox ids this one opts in to talk with, both ways (peer.c) */
+        char **peers;
+        size_t npeers;
 };
 
 const char *xb_netmode_name(enum xb_netmode m);
@@ -38,9 +43,10 @@ int xb_netmode_parse(const char *s, enum xb_netmode *ret);
 /* A policy of mode m and no rules; NULL when out of memory. */
 struct xb_netpol *xb_netpol_new(enum xb_netmode m);
 /* "none" | "packages" | "open" | "allowlist" (with no rules), or an object
- * {"mode", "allow": [...], "deny": [...]}. err names the bad field. */
+ * {"mode", "allow": [...], "deny": [...], "ask": [...], "peers": [...]}.
+ * err names the bad field. */
 int xb_netpol_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err);
-/* {"mode", "allow", "deny"}: new reference. */
+/* {"mode", "allow", "deny"} (and "ask", "peers" when set): new reference. */
 json_t *xb_netpol_json(const struct xb_netpol *p);
 struct xb_netpol *xb_netpol_ref(struct xb_netpol *p);
 void xb_netpol_unref(struct xb_netpol *p);
@@ -57,3 +63,5 @@ const struct xb_netrule *xb_netrules_name(const struct xb_netrule *r, size_t n, 
 /* The first CIDR rule that holds ip, or NULL. */
 const struct xb_netrule *xb_netrules_ip(const struct xb_netrule *r, size_t n, const struct xb_ip *ip);
 bool xb_netrules_have_cidr(const struct xb_netrule *r, size_t n);
+/* Whether p lists sandbox id in its peers. */
+bool xb_netpol_has_peer(const struct xb_netpol *p, const char *id);

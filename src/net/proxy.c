@@ -168,7 +168,6 @@ xb__px_http_reply(struct xb_conn *c, int status, const char *reason, const char 
         xb__px_closing(c);
 }
 
-
 void
 xb__px_socks_reply(struct xb_conn *c, uint8_t code)
 {
@@ -531,8 +530,6 @@ on_upstream(struct xb_io *io, uint32_t events)
         xb__px_update(c);
 }
 
-/* ---- the request ---- */
-
 /* ---- deciding and connecting ---- */
 
 static void
@@ -580,6 +577,8 @@ xb__px_resolve(struct xb_conn *c)
 
         xb_netpol_unref(c->pol);
         c->pol = xb_netpol_ref(n->pol);
+        if (xb__px_peer(c))
+                return;
         c->verdict = xb__net_decide_name(n, c->pol, c->host, c->literal, c->port, rule, sizeof(rule));
         snprintf(c->rule, sizeof(c->rule), "%s", rule);
         if (c->verdict == XB_V_DENY) {

@@ -89,6 +89,9 @@ void xb__px_lookup(struct xb_conn *c);
 /* ask.c: wait for a human on c (verdict XB_V_ASK); its answer resumes c. */
 void xb__px_ask(struct xb_conn *c);
 void xb__px_ask_cancel(struct xb_conn *c);
+/* peer.c: true when c->host is a peer's name (XB_NET_PEER_SUFFIX), which
+ * it then decides and connects or refuses. */
+bool xb__px_peer(struct xb_conn *c);
 /* ask.c: the sandbox's own API on the proxy (path of plen bytes, origin
  * form); false when path is not under XB_NET_API_PREFIX. */
 bool xb__px_internal(struct xb_conn *c, const char *path, size_t plen);

@@ -244,17 +244,22 @@
         "\"entries\", \"count\", \"truncated\"]}"
 
 /* A sandbox's network policy: create's argument, and sandbox_network's reply. */
+#define J_NETWORK_PEERS                                                                                          \
+        "\"peers\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, \"description\": "   \
+        "\"Sandbox ids (one tenant's) this one may talk with, in any mode: each must list this one too. "      \
+        "Inside, http://ID.sandbox.internal:PORT/ through the proxy reaches the peer's port.\"}"
+
 #define J_NETWORK_RULES                                                                                          \
         "\"allow\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, \"description\": "   \
         "\"Domains (example.com), wildcards (*.example.com) and CIDRs (203.0.113.0/24).\"}, "                      \
         "\"deny\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, \"description\": "    \
-        "\"Rules that win over allow.\"}"
+        "\"Rules that win over allow.\"}, " J_NETWORK_PEERS
 
 #define J_NETWORK_ARG                                                                                            \
         "{\"anyOf\": [{\"type\": \"string\", \"enum\": [\"none\", \"packages\", \"open\", \"allowlist\"]}, "    \
         "{\"type\": \"object\", \"properties\": {\"mode\": {\"type\": \"string\", \"enum\": [\"none\", "        \
         "\"packages\", \"allowlist\", \"open\"]}, " J_NETWORK_RULES "}, \"required\": [\"mode\", \"allow\", "   \
-        "\"deny\"], \"additionalProperties\": false}, {\"type\": \"null\"}], \"description\": \"What the "    \
+        "\"deny\", \"peers\"], \"additionalProperties\": false}, {\"type\": \"null\"}], \"description\": \"What the "    \
         "sandbox may reach: none (the default), packages (the package mirrors only), open (the public "      \
         "internet), or an allowlist. Private and metadata addresses are always refused. null: none.\"}"
 
@@ -262,6 +267,7 @@
         "{\"type\": \"object\", \"properties\": {\"mode\": {\"type\": \"string\"}, "                           \
         "\"allow\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, "                                \
         "\"deny\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, "                                 \
+        "\"peers\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, "                                \
         "\"ceiling\": {\"type\": \"string\", \"description\": \"The most this server allows.\"}, "             \
         "\"proxy\": {\"type\": \"string\"}, \"stats\": {\"type\": \"object\"}}, \"required\": [\"mode\", "     \
         "\"allow\", \"deny\"]}"

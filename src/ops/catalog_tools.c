@@ -64,7 +64,9 @@ struct xb_tool xb_catalog_tools[] = {
                 "Private, loopback and cloud-metadata addresses are refused in every mode. Inside, programs reach "
                 "the network through the proxy in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (curl, pip, npm, apt, git "
                 "and wget use it); raw sockets, UDP other than DNS, and ping do not work. A change applies to the "
-                "next connection. Widen the network only when the user asked for it or agreed to it.",
+                "next connection. Widen the network only when the user asked for it or agreed to it. peers: sandboxes "
+                "of yours this one may talk with (each must list this one too), at "
+                "http://ID.sandbox.internal:PORT/ through the proxy, in any mode.",
         .input_json = OBJ(
                 J_ARG_SANDBOX_ID ", "
                 "\"mode\": {\"type\": [\"string\", \"null\"], \"enum\": [\"none\", \"packages\", \"allowlist\", "
@@ -73,8 +75,8 @@ struct xb_tool xb_catalog_tools[] = {
                 "\"For allowlist: domains (example.com), wildcards (*.example.com, its subdomains) and CIDRs "
                 "(203.0.113.0/24).\"}, "
                 "\"deny\": {\"type\": [\"array\", \"null\"], \"items\": {\"type\": \"string\"}, \"description\": "
-                "\"For allowlist: rules that win over allow.\"}",
-                "\"sandbox_id\", \"mode\", \"allow\", \"deny\""),
+                "\"For allowlist: rules that win over allow.\"}, " J_NETWORK_PEERS,
+                "\"sandbox_id\", \"mode\", \"allow\", \"deny\", \"peers\""),
         .output_json = J_NETWORK,
         .read_only = false, .destructive = false, .idempotent = true, .open_world = false,
         .rest = { "PATCH", "/v1/sandboxes/{id}/network", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
@@ -194,7 +196,7 @@ struct xb_tool xb_catalog_tools[] = {
                           "\"network\": {\"anyOf\": [{\"type\": \"string\", \"enum\": [\"none\", \"packages\", "
                           "\"open\", \"allowlist\"]}, {\"type\": \"object\", \"properties\": {\"mode\": "
                           "{\"type\": \"string\", \"enum\": [\"none\", \"packages\", \"allowlist\", \"open\"]}, "
-                          J_NETWORK_RULES "}, \"required\": [\"mode\", \"allow\", \"deny\"], "
+                          J_NETWORK_RULES "}, \"required\": [\"mode\", \"allow\", \"deny\", \"peers\"], "
                           "\"additionalProperties\": false}, {\"type\": \"null\"}], \"description\": \"The "
                           "children's egress, within the server's ceiling. null: the parent's policy.\"}",
                           "\"sandbox_id\", \"count\", \"env\", \"timeout_s\", \"limits\", \"network\""),

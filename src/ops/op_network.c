@@ -32,11 +32,12 @@ op_get(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_done(c, xb_sbx_network_json(x));
 }
 
-/* {mode, allow, deny}: all null reads; a mode (or allow) sets. */
+/* {mode, allow, deny, ask, peers}: all null reads; any field sets (and
+ * replaces the whole policy). */
 static void
 op_network(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
-        static const char *const fields[] = { "mode", "allow", "deny", "ask", NULL };
+        static const char *const fields[] = { "mode", "allow", "deny", "ask", "peers", NULL };
         struct xb_sbx *x = xb_op_sandbox(s, tenant, args, c);
         _cleanup_(xb_json_decrefp) json_t *body = NULL;
         struct xb_err err = { 0 };

@@ -210,6 +210,11 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
                 xb_buf_printf(b, "execbox_egress_dns_queries_total{answer=\"relayed\"} %llu\n"
                                  "execbox_egress_dns_queries_total{answer=\"refused\"} %llu\n",
                               (unsigned long long)ns->dns_answered, (unsigned long long)ns->dns_refused);
+                family(b, "execbox_egress_peer_connections_total", "counter",
+                       "Connections from one sandbox to another's port (network.peers), by decision.");
+                xb_buf_printf(b, "execbox_egress_peer_connections_total{decision=\"allowed\"} %llu\n"
+                                 "execbox_egress_peer_connections_total{decision=\"denied\"} %llu\n",
+                              (unsigned long long)ns->peer_allowed, (unsigned long long)ns->peer_denied);
                 package_cache(b, xb_netsys_pkgcache(s->net));
                 {
                         uint64_t ap[5];

@@ -273,7 +273,9 @@ const struct xb_op_def xb_op_defs[] = {
         { .tool = "sandbox_network", .tag = "network", .errors = "403",
           .description = "Change the policy live: the next connection from the sandbox is decided by it. Body "
                          "{\"mode\": \"none\"|\"packages\"|\"allowlist\"|\"open\", \"allow\": [...], \"deny\": "
-                         "[...]}; deny wins. Above the server's --network-max it is 403." },
+                         "[...], \"peers\": [...]}; deny wins. peers (any mode) are sandbox ids of the tenant "
+                         "this one may talk with, each listing this one too. Above the server's --network-max "
+                         "it is 403." },
         { .method = "GET", .path = "/v1/sandboxes/{id}/network/log", .id = "network_log", .tag = "network",
           .summary = "Every egress decision for the sandbox: time, host, port, address, rule, allowed, bytes.",
           .params = "[{\"name\": \"offset\", \"in\": \"query\", \"required\": false, \"description\": "
