@@ -29,6 +29,8 @@ static const char guide_head[] =
 "  is HTTP 403 with the reason. If you need more, tell the user what and why and ask them to allow it;\n"
 "  change the network yourself only when the user asked. Otherwise work with what is installed. Hosts\n"
 "  the policy marks `ask` wait for a human to approve each connection (a 403 says when nobody did).\n"
+"  Another sandbox of yours is reachable only if both list each other in `peers`: then\n"
+"  `curl http://ID.sandbox.internal:PORT/` (through the proxy) reaches its server, in any mode.\n"
 "- **Secrets** are never in the sandbox. An env var such as `$GITHUB_TOKEN` may hold a placeholder\n"
 "  (`execbox-secret-...`): use it where the secret goes (a header, a URL) and the proxy puts the real\n"
 "  value in, only on the way to that secret's hosts. To ask the user for a secret you lack, run\n"
