@@ -10,7 +10,7 @@
  * name, then again on each resolved address just before connect(2): the
  * always-refused ranges (addr.h), the host's own addresses, the
  * server-wide deny list. Nothing inside can reach anything else: there is
- * no route out of the namespace. Each decision is logged per sandbox.
+ * no route out of the namespace (peers, below, go through the proxy too). Each decision is logged per sandbox.
  * Connections per sandbox are capped and their bytes share one token
  * bucket; every read is bounded, so one sandbox cannot starve another.
  * Nothing here blocks the loop. docs/network.md has the why. */

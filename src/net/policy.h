@@ -1,5 +1,6 @@
 /* A sandbox's egress policy: a mode, and for `allowlist` the allow and
- * deny rules (domains, *.wildcards, CIDRs; deny wins). Policies are
+ * deny rules (domains, *.wildcards, CIDRs; deny wins), and in any mode
+ * the peers it opts in to talk with (egress.h). Policies are
  * immutable and reference counted: a change replaces the sandbox's policy,
  * and a connection already decided keeps the one it was decided by.
  * Matching is pure; the always-refused ranges are addr.h's. */

@@ -113,6 +113,36 @@ Test(netpolicy, parse)
         xb_netpol_unref(p);
 }
 
+Test(netpolicy, peers)
+{
+        struct xb_netpol *p = pol("{\"mode\": \"none\", \"peers\": [\"abc234\", \"def567\", \"abc234\"]}");
+        json_t *j;
+
+        cr_assert_not_null(p);
+        cr_expect_eq(p->mode, XB_NET_NONE, "peers alone open no internet");
+        cr_expect_eq(p->npeers, 2, "a repeated id counts once");
+        cr_expect(xb_netpol_has_peer(p, "def567"));
+        cr_expect_not(xb_netpol_has_peer(p, "def56"));
+        j = xb_netpol_json(p);
+        cr_expect_eq(json_array_size(json_object_get(j, "peers")), 2);
+        json_decref(j);
+        xb_netpol_unref(p);
+        p = pol("{\"peers\": [\"abc234\"]}");
+        cr_assert_not_null(p);
+        cr_expect_eq(p->mode, XB_NET_NONE);
+        xb_netpol_unref(p);
+        p = pol("\"open\"");
+        j = xb_netpol_json(p);
+        cr_expect_null(json_object_get(j, "peers"), "no peers, no field");
+        json_decref(j);
+        xb_netpol_unref(p);
+        cr_expect_null(pol("{\"peers\": [\"Upper\"]}"));
+        cr_expect_null(pol("{\"peers\": [\"a.b\"]}"));
+        cr_expect_null(pol("{\"peers\": \"abc\"}"));
+        cr_expect_null(pol("{\"peers\": [\"abc\", 1]}"), "freed cleanly after a good one");
+        cr_expect_null(pol("{\"peers\": [\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]}"));
+}
+
 Test(netpolicy, refused)
 {
         static const char *const bad[] = {
