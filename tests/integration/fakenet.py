@@ -164,3 +164,18 @@ class FakeNet:
         for ns in (self.web, self.trap):
             sh("ip", "netns", "del", ns, check=False)
         subprocess.run(["rm", "-rf", self.dir])
+
+
+def module_net():
+    """A generator fixture body: the fake internet for a whole module, and a
+    check at its end that it left nothing on the host."""
+    import xbhost
+
+    before = xbhost.HostState.capture()
+    n = FakeNet().start()
+    try:
+        yield n
+    finally:
+        n.stop()
+    leaks = xbhost.wait_for_no_leaks(before)
+    assert not leaks, "the fake internet left these behind:\n  " + "\n  ".join(leaks)

@@ -14,7 +14,6 @@ import time
 import pytest
 
 import fakenet
-import xbhost
 from server_fixture import expect, finish_server, start_server  # noqa: F401
 
 VALUE = "xbAPPROVEDsecret41c9e02b77"
@@ -28,14 +27,7 @@ def no_leaks():
 
 @pytest.fixture(scope="module")
 def net():
-    before = xbhost.HostState.capture()
-    n = fakenet.FakeNet().start()
-    try:
-        yield n
-    finally:
-        n.stop()
-    leaks = xbhost.wait_for_no_leaks(before)
-    assert not leaks, "the fake internet left these behind:\n  " + "\n  ".join(leaks)
+    yield from fakenet.module_net()
 
 
 @pytest.fixture(scope="module")

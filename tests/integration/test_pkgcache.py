@@ -18,7 +18,6 @@ import zipfile
 import pytest
 
 import fakenet
-import xbhost
 from server_fixture import expect, server_factory  # noqa: F401
 
 
@@ -154,14 +153,7 @@ def no_leaks():
 
 @pytest.fixture(scope="module")
 def net():
-    before = xbhost.HostState.capture()
-    n = fakenet.FakeNet().start()
-    try:
-        yield n
-    finally:
-        n.stop()
-    leaks = xbhost.wait_for_no_leaks(before)
-    assert not leaks, "the fake internet left these behind:\n  " + "\n  ".join(leaks)
+    yield from fakenet.module_net()
 
 
 def _wheel(d, name="xbtiny", version="1.0", marker="XBTINY-RAN"):
