@@ -163,6 +163,12 @@ extern const struct xb_route e2b_envd_proc_routes[], e2b_envd_fs_routes[], e2b_e
 extern const size_t e2b_envd_proc_nroutes, e2b_envd_fs_nroutes, e2b_envd_watch_nroutes, e2b_interp_nroutes,
         e2b_control_nroutes;
 
+/* ---- envd_fs.c, envd_upload.c: /files ---- */
+/* An engine failure as envd's HTTP error: {message, code} with its status. */
+void e2b_files_error(struct xb_req *r, const struct xb_err *err);
+/* POST /files (XB_ROUTE_SINK): raw or multipart, streamed into the files. */
+void e2b_files_post(struct xb_req *r);
+
 /* ---- rpc.c: Connect replies ---- */
 /* A unary reply: the message (taken) as JSON. */
 void e2b_rpc_reply(struct xb_req *r, json_t *msg);

@@ -382,6 +382,7 @@ http_req_free(struct xb_req *r)
                 r->stream->req = NULL;
         if (r->proxy)
                 http_proxy_req_gone(r);
+        http_form_free(r);
         if (r->held)
                 MHD(destroy_response)(r->held);
         free(r->path);
@@ -589,6 +590,12 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 *upload_size = 0;   /* an early reply: drop the rest of the body */
                 return MHD_YES;
         }
+        if (r->form && *upload_size) {
+                http_form_body(r, upload, upload_size);
+                return MHD_YES;
+        }
+        if (r->form && !*upload_size && !http_form_idle(r))
+                return MHD_YES;   /* the last part is still going in */
         if (*upload_size) {
                 if ((r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered) {
                         if (r->sink_fd < 0) {

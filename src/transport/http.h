@@ -195,6 +195,28 @@ void xb_req_buffer_body(struct xb_req *r);
 uint64_t xb_req_sink_bytes(const struct xb_req *r);
 int xb_req_sink_error(const struct xb_req *r);
 
+/* XB_ROUTE_SINK, at phase BEGIN: a multipart/form-data body, parsed as it
+ * comes (libmicrohttpd's post processor, form.c) and handed to ops part by
+ * part, never held whole. part gets each part's name and filename (NULL
+ * when absent) and returns false to hold the body; data gets the part's
+ * bytes in order and returns how many it took (fewer holds the rest). A
+ * held body waits, its client with it, until xb_req_form_wake. gone runs
+ * when the request ends before xb_req_form_end (the client left). */
+struct xb_form_ops {
+        bool (*part)(void *arg, const char *name, const char *filename);
+        size_t (*data)(void *arg, const char *p, size_t n);
+        void (*gone)(void *arg);
+};
+/* 0; -EINVAL when the body is not multipart/form-data with a boundary of
+ * 1-70 characters as its last parameter; -ENOMEM. At most max_parts parts. */
+int xb_req_form(struct xb_req *r, const struct xb_form_ops *ops, void *arg, unsigned max_parts);
+/* The consumer takes more: deliver what waits, then read on. */
+void xb_req_form_wake(struct xb_req *r);
+/* Phase END: 0 when the body was a whole form; -EBADMSG when malformed
+ * or cut short (or a part's header line was over 64 KiB), -E2BIG past
+ * max_parts, -EFBIG past upload_max, -ENOMEM. gone does not run after. */
+int xb_req_form_end(struct xb_req *r);
+
 /* Counters (stats.c). Replies by route and status: fn gets the route's
  * method and pattern ("other" and "unmatched" for requests no route took)
  * and how many replies had that status (0: the statuses past the few

@@ -88,6 +88,7 @@ struct xb_req {
         bool begin_replay;            /* MHD repeats the first call after a resume */
         uint64_t sink_bytes;
         int sink_err;
+        struct xb_form *form;         /* xb_req_form: a multipart body parsed as it comes (form.c) */
         /* reply headers */
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
         int nhdr;
@@ -122,6 +123,14 @@ void http_watch_start(struct xb_req *r);
 void http_watch_stop(struct xb_req *r);
 /* Free a request and what it owns; a stream still sending is detached. */
 void http_req_free(struct xb_req *r);
+
+/* form.c */
+/* Body bytes for r's form: *upload_size is left at what waits (the
+ * request suspended until the consumer wakes it). */
+void http_form_body(struct xb_req *r, const char *upload, size_t *upload_size);
+/* At the body's end: true when nothing is held; else suspended until then. */
+bool http_form_idle(struct xb_req *r);
+void http_form_free(struct xb_req *r);
 
 /* listen.c */
 /* Bind and listen on spec ("HOST:PORT" or "unix:PATH"); fills h's url,

@@ -22,7 +22,8 @@
         X(add_response_header) X(queue_response) X(destroy_response)                     \
         X(suspend_connection) X(resume_connection) X(set_connection_option)              \
         X(get_version) X(quiesce_daemon) X(lookup_connection_value_n) X(add_connection)     \
-        X(create_response_for_upgrade) X(upgrade_action)
+        X(create_response_for_upgrade) X(upgrade_action) X(create_post_processor)              \
+        X(post_process) X(destroy_post_processor)
 
 struct xb_mhd {
 #define XB_MHD_FIELD(name) __typeof__(&MHD_##name) name;

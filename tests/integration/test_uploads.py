@@ -135,3 +135,100 @@ def test_an_upload_with_room_succeeds_and_is_the_sandbox_s(daemon_cg):
     out = srv.sh(sid, "sha256sum /tmp/big.bin")
     assert out.split()[0] == h.hexdigest()
     srv.delete(f"/v1/sandboxes/{sid}")
+
+
+# ---- E2B's POST /files as multipart/form-data (what the SDKs' files.write
+# sends): parsed as it comes and streamed part by part through the same
+# writer, never held in the daemon (the old path buffered up to 16 MiB).
+
+class Form:
+    """A multipart/form-data body of files [(filename, n, chunk)], sent with
+    a Content-Length, its contents made by chunk(i) per MiB, never held whole."""
+
+    def __init__(self, files, boundary="xbFORMxb7c1e"):
+        self.files, self.boundary = files, boundary
+        self.ctype = f"multipart/form-data; boundary={boundary}"
+
+    def head(self, name):
+        return (f"--{self.boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n").encode()
+
+    def tail(self):
+        return f"--{self.boundary}--\r\n".encode()
+
+    def __len__(self):
+        return sum(len(self.head(f)) + n + 2 for f, n, _ in self.files) + len(self.tail())
+
+    def __iter__(self):
+        for name, n, chunk in self.files:
+            yield self.head(name)
+            for i in range(n // MiB):
+                yield chunk(i)
+            yield b"\r\n"
+        yield self.tail()
+
+
+def envd_headers(srv, sid):
+    """E2B's envd headers for a sandbox made through REST (it gets an envd token too)."""
+    r = srv.get(f"/sandboxes/{sid}", headers={"X-API-KEY": "e2b_" + "0" * 40})
+    expect(r, 200)
+    return {"E2b-Sandbox-Id": sid, "X-Access-Token": r.json()["envdAccessToken"]}
+
+
+def post_form(srv, sid, form, timeout=300):
+    return srv.request("POST", "/files", data=form, timeout=timeout,
+                       headers=dict(envd_headers(srv, sid), **{"Content-Type": form.ctype}))
+
+
+def test_a_multipart_upload_past_the_sandbox_memory_fails_507_and_the_daemon_stays_flat(daemon_cg):
+    srv, peak = daemon_cg
+    sid = srv.create(limits={"memory": 128 * MiB})["id"]
+    expect(srv.post(f"/v1/sandboxes/{sid}/processes",
+                    {"cmd": "python3 -c 'x = bytearray(16 << 20); import time; time.sleep(600)'"}), 201)
+    time.sleep(0.5)
+    base, rss0 = peak(), rss_peak(srv.proc.pid)
+    zeros = bytes(MiB)
+    r = post_form(srv, sid, Form([("/tmp/small.txt", 0, None), ("/tmp/huge.bin", 400 * MiB, lambda i: zeros),
+                                  ("/tmp/after.txt", 0, None)]))
+    assert r.status_code == 507, r.text
+    assert "memory" in r.json()["message"], r.text
+    grew, rss = peak() - base, rss_peak(srv.proc.pid) - rss0
+    print(f"\nmultipart 400 MiB into 128 MiB: daemon cgroup peak +{grew / MiB:.1f} MiB, RSS peak +{rss / MiB:.1f} MiB")
+    assert grew < FLAT, f"the daemon's cgroup grew by {grew >> 20} MiB"
+    assert rss < FLAT, "the daemon's RSS grew"
+    # The file was put back, the part after it never written, the sandbox's process lives.
+    out = srv.sh(sid, "stat -c %s /tmp/small.txt /tmp/huge.bin; test -e /tmp/after.txt || echo none; "
+                      "pgrep -fc 'bytearray'")
+    assert out.split() == ["0", "0", "none", "1"], out
+    srv.delete(f"/v1/sandboxes/{sid}")
+
+
+def test_a_200_mib_multipart_upload_of_two_files_with_room_is_the_sandbox_s(daemon_cg):
+    srv, peak = daemon_cg
+    sid = srv.create(limits={"memory": 768 * MiB})["id"]
+    seed = os.urandom(32)
+    hashes = {}
+
+    def maker(tag):
+        h = hashes.setdefault(tag, hashlib.sha256())
+
+        def chunk(i):
+            c = hashlib.shake_256(seed + tag.encode() + i.to_bytes(4, "big")).digest(MiB)
+            h.update(c)
+            return c
+        return chunk
+    base, rss0 = peak(), rss_peak(srv.proc.pid)
+    t0 = time.monotonic()
+    r = post_form(srv, sid, Form([("/tmp/a.bin", 150 * MiB, maker("a")), ("b.bin", 50 * MiB, maker("b"))]))
+    took = time.monotonic() - t0
+    expect(r, 200)
+    assert r.json() == [{"name": "a.bin", "type": "file", "path": "/tmp/a.bin"},
+                        {"name": "b.bin", "type": "file", "path": "/home/user/b.bin"}], r.text
+    grew, rss = peak() - base, rss_peak(srv.proc.pid) - rss0
+    print(f"\nmultipart 200 MiB (two files): {took:.1f} s, daemon cgroup peak +{grew / MiB:.1f} MiB, "
+          f"RSS peak +{rss / MiB:.1f} MiB")
+    assert grew < FLAT, f"the daemon's cgroup grew by {grew >> 20} MiB"
+    assert rss < FLAT, "the daemon's RSS grew"
+    out = srv.sh(sid, "sha256sum /tmp/a.bin /home/user/b.bin")
+    assert [ln.split()[0] for ln in out.splitlines()] == [hashes["a"].hexdigest(), hashes["b"].hexdigest()], out
+    srv.delete(f"/v1/sandboxes/{sid}")
