@@ -250,8 +250,9 @@ def test_files_octet_stream_and_multipart(srv, sandbox):
 
 def test_files_octet_stream_upload_streams_past_the_body_limit(srv, sandbox):
     """A raw body with ?path= streams into the file (through the sandbox's
-    writer): past the 16 MiB JSON body limit, byte for byte; a multipart
-    body is parsed whole, so one past that limit is 413."""
+    writer): past the 16 MiB JSON body limit, byte for byte; so does a
+    multipart body now, parsed as it comes (it was buffered, and 413 past
+    that limit)."""
     import hashlib
     sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
     h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
@@ -270,7 +271,119 @@ def test_files_octet_stream_upload_streams_past_the_body_limit(srv, sandbox):
             data[:17 << 20] + f"\r\n--{bnd}--\r\n".encode())
     st, _, b = call(srv, "POST", "/files", headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}),
                     raw=body)
-    assert st == 413, (st, b[:300])
+    assert st == 200 and json.loads(b) == [{"name": "m.bin", "type": "file", "path": "/tmp/m.bin"}], (st, b[:300])
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h2,
+                    raw=envelope({"process": {"cmd": "/usr/bin/sha256sum", "args": ["/tmp/m.bin"]}}))
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for f, m in envelopes(b)
+                   if "event" in m and "data" in m["event"] and "stdout" in m["event"]["data"])
+    assert out.split()[0].decode() == hashlib.sha256(data[:17 << 20]).hexdigest()
+
+
+def form_part(bnd, filename, data, name="file"):
+    fn = f'; filename="{filename}"' if filename is not None else ""
+    return f"--{bnd}\r\nContent-Disposition: form-data; name=\"{name}\"{fn}\r\n\r\n".encode() + data + b"\r\n"
+
+
+def sh_out(srv, h, cmd):
+    h2 = dict(h, **{"E2b-Sandbox-Port": "49983", "Content-Type": "application/connect+json"})
+    st, _, b = call(srv, "POST", "/process.Process/Start", headers=h2,
+                    raw=envelope({"process": {"cmd": "/bin/sh", "args": ["-c", cmd]}}))
+    return b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for f, m in envelopes(b)
+                    if "event" in m and "data" in m["event"] and "stdout" in m["event"]["data"]).decode()
+
+
+def test_files_multipart_semantics_as_envd(srv, sandbox):
+    """Streamed multipart, as envd reads it: parts named "file" are files
+    (other fields are skipped), each to its filename (relative: below
+    /home/user), or to ?path= for a single one; an empty file is a file;
+    a preamble and a quoted boundary parse; two files to one path is 400."""
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    bnd = "----formdata-undici-0123456789"
+    body = (b"preamble, ignored\r\n" + form_part(bnd, None, b"a field", name="note") +
+            form_part(bnd, "/home/user/s/one.txt", b"1" * 70000 + b"\r\n--not-the-boundary") +
+            form_part(bnd, "s/empty.txt", b"") + form_part(bnd, "/tmp/two.txt", b"two") + f"--{bnd}--\r\n".encode())
+    st, _, b = call(srv, "POST", "/files", headers=dict(h, **{"Content-Type": f'multipart/form-data; boundary="{bnd}"'}),
+                    raw=body)
+    assert st == 200, b
+    assert json.loads(b) == [{"name": "one.txt", "type": "file", "path": "/home/user/s/one.txt"},
+                             {"name": "empty.txt", "type": "file", "path": "/home/user/s/empty.txt"},
+                             {"name": "two.txt", "type": "file", "path": "/tmp/two.txt"}], b
+    assert sh_out(srv, h, "stat -c %s /home/user/s/one.txt /home/user/s/empty.txt; cat /tmp/two.txt").split() == \
+        [str(70000 + 20), "0", "two"]
+    # ?path= names the one file.
+    body = form_part(bnd, "ignored", b"via path") + f"--{bnd}--\r\n".encode()
+    st, _, b = call(srv, "POST", "/files?path=/tmp/q.txt",
+                    headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}), raw=body)
+    assert st == 200 and json.loads(b) == [{"name": "q.txt", "type": "file", "path": "/tmp/q.txt"}], b
+    assert sh_out(srv, h, "cat /tmp/q.txt") == "via path"
+    # Two parts to one path (?path= with two files): the first is written, then 400.
+    body = form_part(bnd, "x", b"first") + form_part(bnd, "y", b"second") + f"--{bnd}--\r\n".encode()
+    st, _, b = call(srv, "POST", "/files?path=/tmp/dup.txt",
+                    headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}), raw=body)
+    assert st == 400 and "same path" in json.loads(b)["message"], b
+    assert sh_out(srv, h, "cat /tmp/dup.txt") == "first"
+
+
+def test_files_multipart_malformed_and_bounds(srv, sandbox):
+    """Every malformed or oversized multipart body is a clear 400, and the
+    file it was writing is put back (no partial content)."""
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    bnd = "xbB"
+    ct = {"Content-Type": f"multipart/form-data; boundary={bnd}"}
+
+    def post(body, headers=ct):
+        st, _, b = call(srv, "POST", "/files", headers=dict(h, **headers), raw=body)
+        return st, json.loads(b)
+    # Cut short in the second file: the first stays whole, the second is put back.
+    st, e = post(form_part(bnd, "/tmp/c1.txt", b"whole") + form_part(bnd, "/tmp/c2.txt", b"x" * 300000)[:-1000])
+    assert st == 400 and "malformed" in e["message"] and e["code"] == 400, e
+    assert sh_out(srv, h, "cat /tmp/c1.txt; echo; stat -c %s /tmp/c2.txt").split() == ["whole", "0"]
+    # Garbage after a boundary where headers or "--" must come.
+    st, e = post(f"--{bnd}XX garbage\r\n\r\nzz\r\n--{bnd}--\r\n".encode())
+    assert st == 400, e
+    # No boundary, a bad one, or a parameter after it.
+    for ctype in ("multipart/form-data", 'multipart/form-data; boundary=""', f"multipart/form-data; boundary={'b' * 71}",
+                  f"multipart/form-data; boundary={bnd}; charset=utf-8"):
+        st, e = post(form_part(bnd, "/tmp/nb.txt", b"x"), {"Content-Type": ctype})
+        assert st == 400 and "boundary" in e["message"], (ctype, e)
+    # No file parts at all; a file part with no path.
+    st, e = post(form_part(bnd, None, b"v", name="field") + f"--{bnd}--\r\n".encode())
+    assert st == 400 and "no files" in e["message"], e
+    st, e = post(form_part(bnd, None, b"v") + f"--{bnd}--\r\n".encode())
+    assert st == 400 and "needs a path" in e["message"], e
+    # A part's header line over the parser's 64 KiB buffer.
+    long = f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/{'l' * 70000}\"\r\n\r\nx\r\n"
+    st, e = post(long.encode() + f"--{bnd}--\r\n".encode())
+    assert st == 400 and "64 KiB" in e["message"], e
+    # More than 1000 parts.
+    st, e = post(b"".join(form_part(bnd, None, b"", name="f") for _ in range(1001)) + f"--{bnd}--\r\n".encode())
+    assert st == 400 and "too many parts" in e["message"], e
+    assert sh_out(srv, h, "echo alive") == "alive\n"
+
+
+def test_files_multipart_chunked_body(srv, sandbox):
+    """A multipart body without a Content-Length (chunked), as fetch sends
+    a streamed FormData, streams the same way: 20 MiB, past the old cap."""
+    import http.client
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    bnd = "xbCH"
+    chunks = [form_part(bnd, "/tmp/ch.bin", b"")[:-2]] + [bytes([i % 256]) * 65536 for i in range(320)] + \
+        [f"\r\n--{bnd}--\r\n".encode()]
+    host, port = srv.url.split("//")[1].rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    conn.request("POST", "/files", body=iter(chunks), encode_chunked=True,
+                 headers={"E2b-Sandbox-Id": sid, "X-Access-Token": tok, "Transfer-Encoding": "chunked",
+                          "Content-Type": f"multipart/form-data; boundary={bnd}"})
+    resp = conn.getresponse()
+    b = resp.read()
+    conn.close()
+    assert resp.status == 200 and json.loads(b)[0]["path"] == "/tmp/ch.bin", b
+    import hashlib
+    want = hashlib.sha256(b"".join(chunks[1:-1])).hexdigest()
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    assert sh_out(srv, h, "sha256sum /tmp/ch.bin").split()[0] == want
 
 
 def rest_network(srv, sid, key=TOKENS[0]):
