@@ -30,6 +30,21 @@ await check('write many files in one upload', async () => {
   eq(res.length, 3)
   eq(await sbx.files.read('/home/user/many/sub/c.txt'), 'C')
 })
+await check('write one file and many past the old 16 MiB multipart cap (streamed)', async () => {
+  const big = Buffer.alloc(24 << 20)
+  for (let i = 0; i < big.length; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i)
+  const info = await sbx.files.write('/tmp/big-sdk.bin', big)
+  eq([info.name, info.path], ['big-sdk.bin', '/tmp/big-sdk.bin'])
+  const back = await sbx.files.read('/tmp/big-sdk.bin', { format: 'bytes' })
+  ok(Buffer.compare(Buffer.from(back), big) === 0, 'the same 24 MiB back')
+  const res = await sbx.files.write([
+    { path: '/tmp/many-big/a.bin', data: big.subarray(0, 12 << 20) },
+    { path: '/tmp/many-big/b.bin', data: big.subarray(12 << 20) },
+  ])
+  eq(res.map((e) => e.path), ['/tmp/many-big/a.bin', '/tmp/many-big/b.bin'])
+  const b = await sbx.files.read('/tmp/many-big/b.bin', { format: 'bytes' })
+  ok(Buffer.compare(Buffer.from(b), big.subarray(12 << 20)) === 0, 'the second file of many')
+})
 await check('list, with depth', async () => {
   const names = (await sbx.files.list('/home/user/many')).map((e) => `${e.name}:${e.type}`).sort()
   eq(names, ['a.txt:file', 'b.txt:file', 'sub:dir'])
