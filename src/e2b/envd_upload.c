@@ -258,9 +258,9 @@ form_part(void *arg, const char *name, const char *filename)
         }
         json_array_foreach(m->files, i, f) {
                 if (!strcmp(json_string_value(json_object_get(f, "path")) ?: "", p)) {
-                        xb_err_code(&err, XB_E_INVALID, EINVAL, NULL, "you cannot upload multiple files to the same "
-                                    "path `%.200s` in one upload request, only the first specified file was uploaded",
-                                    p);
+                        xb_err_code(&err, XB_E_INVALID, EINVAL, NULL,
+                                    "you cannot upload multiple files to the same path `%.200s` in one upload "
+                                    "request, only the first specified file was uploaded", p);
                         free(p);
                         form_fail(m, &err);
                         return true;
@@ -331,6 +331,12 @@ form_gone(void *arg)
 static const struct xb_form_ops form_ops = { form_part, form_data, form_gone };
 
 static void
+reply_msg(struct xb_req *r, unsigned status, const char *msg)
+{
+        xb_reply_json(r, status, json_pack("{s:s,s:i}", "message", msg, "code", (int)status));
+}
+
+static void
 form_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *qpath)
 {
         struct form_up *m = calloc(1, sizeof(*m));
@@ -340,7 +346,7 @@ form_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *qp
                 if (m)
                         json_decref(m->files);
                 free(m);
-                xb_reply_json(r, 503, json_pack("{s:s,s:i}", "message", "out of memory", "code", 503));
+                reply_msg(r, 503, "out of memory");
                 return;
         }
         m->sink.done = form_opened;
@@ -352,12 +358,29 @@ form_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *qp
         rc = xb_req_form(r, &form_ops, m, PARTS_MAX);
         if (rc < 0) {
                 form_free(m);
-                xb_reply_json(r, rc == -ENOMEM ? 503 : 400, json_pack("{s:s,s:i}", "message", rc == -ENOMEM ? "out of memory"
-                              : "a multipart upload needs `Content-Type: multipart/form-data; boundary=B`, with a "
-                                "boundary of 1 to 70 characters as its last parameter", "code", rc == -ENOMEM ? 503 : 400));
+                if (rc == -ENOMEM)
+                        reply_msg(r, 503, "out of memory");
+                else
+                        reply_msg(r, 400, "a multipart upload needs `Content-Type: multipart/form-data; boundary=B`, "
+                                  "with a boundary of 1 to 70 characters as its last parameter");
                 return;
         }
         xb_req_set_data(r, m);
+}
+
+/* What xb_req_form_end's error means to the client. */
+static void
+form_reply_bad(struct xb_req *r, int rc)
+{
+        if (rc == -E2BIG)
+                reply_msg(r, 400, "too many parts in one upload: at most 1000; upload the rest in another request");
+        else if (rc == -EFBIG)
+                reply_msg(r, 413, "the upload is over the server's upload limit (--upload-max)");
+        else if (rc == -ENOMEM)
+                reply_msg(r, 503, "out of memory");
+        else
+                reply_msg(r, 400, "the multipart body is malformed or cut short (or a part's header line is over "
+                          "64 KiB); the file it was writing was put back");
 }
 
 static void
@@ -368,27 +391,18 @@ form_end(struct xb_req *r, struct form_up *m)
         xb_req_set_data(r, NULL);
         if (!rc && !m->failed)
                 form_finish(m, 0);
-        if (m->failed && m->err.ecode != XB_E_INVALID) {
+        if (m->up)
+                xb_upload_abort(TAKE_PTR(m->up));   /* the body was cut: put it back */
+        if (m->failed && m->err.ecode != XB_E_INVALID)
                 e2b_files_error(r, &m->err);
-        } else if (m->failed || rc < 0) {
-                const char *msg = m->failed ? m->err.msg
-                                  : rc == -E2BIG ? "too many parts in one upload: at most 1000; upload the rest in "
-                                                   "another request"
-                                  : rc == -EFBIG ? "the upload is over the server's upload limit (--upload-max)"
-                                  : rc == -ENOMEM ? "out of memory"
-                                  : "the multipart body is malformed or cut short (or a part's header line is over "
-                                    "64 KiB); the file it was writing was put back";
-                unsigned st = rc == -EFBIG && !m->failed ? 413 : rc == -ENOMEM && !m->failed ? 503 : 400;
-
-                if (m->up)
-                        xb_upload_abort(TAKE_PTR(m->up));
-                xb_reply_json(r, st, json_pack("{s:s,s:i}", "message", msg, "code", (int)st));
-        } else if (!json_array_size(m->files)) {
-                xb_reply_json(r, 400, json_pack("{s:s,s:i}", "message", "the upload has no files: send parts named "
-                                                "\"file\" with a filename, or ?path=", "code", 400));
-        } else {
+        else if (m->failed)
+                reply_msg(r, 400, m->err.msg);
+        else if (rc < 0)
+                form_reply_bad(r, rc);
+        else if (!json_array_size(m->files))
+                reply_msg(r, 400, "the upload has no files: send parts named \"file\" with a filename, or ?path=");
+        else
                 xb_reply_json(r, 200, json_incref(m->files));
-        }
         form_free(m);
 }
 
@@ -403,7 +417,7 @@ e2b_files_post(struct xb_req *r)
 
         if (xb_req_phase(r) == XB_PHASE_END) {
                 if (!xb_req_data(r))
-                        xb_reply_json(r, 500, json_pack("{s:s,s:i}", "message", "the upload lost its state", "code", 500));
+                        reply_msg(r, 500, "the upload lost its state");
                 else if (multipart)
                         form_end(r, xb_req_data(r));
                 else
@@ -413,7 +427,7 @@ e2b_files_post(struct xb_req *r)
         if (!(s = e2b_front_sbx(r, e, true, &x)) || !e2b_rpc_user(r))
                 return;
         if (xb_req_header(r, "Content-Encoding")) {
-                xb_reply_json(r, 400, json_pack("{s:s,s:i}", "message", "compressed uploads are not supported", "code", 400));
+                reply_msg(r, 400, "compressed uploads are not supported");
                 return;
         }
         if (multipart)
@@ -421,6 +435,5 @@ e2b_files_post(struct xb_req *r)
         else if (qpath && *qpath)
                 stream_begin(r, e, s, qpath);
         else
-                xb_reply_json(r, 400, json_pack("{s:s,s:i}", "message", "the upload is not multipart/form-data with "
-                                                "files, nor a body with ?path=", "code", 400));
+                reply_msg(r, 400, "the upload is not multipart/form-data with files, nor a body with ?path=");
 }

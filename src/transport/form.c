@@ -152,8 +152,8 @@ same(const char *a, const char *b)
 }
 
 static enum MHD_Result
-form_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename, const char *ctype,
-          const char *te, const char *data, uint64_t off, size_t size)
+form_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename, const char *ctype, const char *te,
+          const char *data, uint64_t off, size_t size)
 {
         struct xb_form *f = cls;
 
