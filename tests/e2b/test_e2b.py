@@ -386,6 +386,33 @@ def test_files_multipart_chunked_body(srv, sandbox):
     assert sh_out(srv, h, "sha256sum /tmp/ch.bin").split()[0] == want
 
 
+def test_files_multipart_client_leaving_mid_file_puts_it_back(srv, sandbox):
+    """A client that leaves in the middle of a streamed part: the file is put
+    back (nothing partial stays), and the sandbox and server carry on."""
+    import socket
+    sid, tok = sandbox["sandboxID"], sandbox["envdAccessToken"]
+    h = {"E2b-Sandbox-Id": sid, "X-Access-Token": tok}
+    bnd = "xbGONE"
+    head = form_part(bnd, "/tmp/gone.bin", b"")[:-2]
+    host, port = srv.url.split("//")[1].rsplit(":", 1)
+    req = (f"POST /files HTTP/1.1\r\nHost: {host}:{port}\r\nE2b-Sandbox-Id: {sid}\r\nX-Access-Token: {tok}\r\n"
+           f"Content-Type: multipart/form-data; boundary={bnd}\r\nContent-Length: {len(head) + (64 << 20)}\r\n\r\n")
+    with socket.create_connection((host, int(port)), timeout=30) as so:
+        so.sendall(req.encode() + head)
+        chunk = b"g" * (1 << 20)
+        for _ in range(24):
+            so.sendall(chunk)
+        time.sleep(0.5)   # it is in the sandbox's file by now
+        assert int(sh_out(srv, h, "stat -c %s /tmp/gone.bin")) > 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sh_out(srv, h, "stat -c %s /tmp/gone.bin").strip() != "0":
+        time.sleep(0.2)
+    assert sh_out(srv, h, "stat -c %s /tmp/gone.bin").strip() == "0"
+    st, _, b = call(srv, "POST", "/files", headers=dict(h, **{"Content-Type": f"multipart/form-data; boundary={bnd}"}),
+                    raw=form_part(bnd, "/tmp/after.txt", b"fine") + f"--{bnd}--\r\n".encode())
+    assert st == 200, b
+
+
 def rest_network(srv, sid, key=TOKENS[0]):
     st, _, b = call(srv, "GET", f"/v1/sandboxes/{sid}/network", headers={"Authorization": f"Bearer {key}"})
     assert st == 200, b
