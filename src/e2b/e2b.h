@@ -6,8 +6,9 @@
  *   timeout, pause, connect), authenticated by X-API-KEY, which is an
  *   execbox token and names its tenant (control.c);
  * - envd, E2B's in-sandbox daemon, over Connect-RPC with the JSON codec
- *   (process.Process in envd_proc.c, filesystem.Filesystem, /files,
- *   /health and /metrics in envd_fs.c), on sandbox port 49983;
+ *   (process.Process in envd_proc.c, filesystem.Filesystem, GET /files,
+ *   /health and /metrics in envd_fs.c, POST /files streamed in
+ *   envd_upload.c), on sandbox port 49983;
  * - the code interpreter's /execute and /contexts on port 49999
  *   (interp.c).
  * The sandbox fronts are chosen by the E2b-Sandbox-Id and E2b-Sandbox-Port

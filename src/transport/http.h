@@ -7,7 +7,8 @@
  * readable, or MHD's timeout passes, or a connection was resumed, the
  * prepare hook calls MHD_run. A request is matched to a route once its
  * headers are in. Its body is buffered up to a cap, or (XB_ROUTE_SINK)
- * written to an fd the handler provides. The handler runs when the body is
+ * written to an fd the handler provides, or parsed as multipart/form-data
+ * as it comes (xb_req_form). The handler runs when the body is
  * complete; it replies at once, or suspends the request and replies later.
  * While suspended, the client's socket is watched for hang-up so work for a
  * client that left can be cancelled (on_gone). A request is freed only

@@ -1,7 +1,7 @@
 /* Internals shared by the HTTP front's files: http.c (libmicrohttpd glue,
  * connections, the request life cycle), listen.c (sockets), route.c (the
- * router and what it checks), reply.c (immediate and fd replies) and sse.c
- * (streamed replies).
+ * router and what it checks), reply.c (immediate and fd replies), sse.c
+ * (streamed replies) and form.c (multipart bodies parsed as they come).
  * Not for users of the front: they use transport/http.h. */
 #pragma once
 #include <stdbool.h>
