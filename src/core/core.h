@@ -207,6 +207,7 @@ struct xb_sbx {
         struct xb_watcher *watchers;  /* polled ones, linked by next */
         unsigned next_watcher;
         unsigned nfileops;            /* file operations waiting on init */
+        unsigned nfileops_bg;         /* of which no client waits on (files_int.h) */
         struct xb_session *sessions;  /* code sessions (sessions.h) */
         unsigned nsessions;
         struct xb_image *images;      /* images cells displayed, oldest first */

@@ -69,12 +69,26 @@ op_free(struct xb_fileop *op)
         free(op);
 }
 
+static bool
+op_background(const struct xb_fileop *op)
+{
+        return op->fd_ops && op->fd_ops->background;
+}
+
+static void
+op_uncount(struct xb_fileop *op)
+{
+        op->sbx->nfileops--;
+        if (op_background(op))
+                op->sbx->nfileops_bg--;
+}
+
 /* Init answered op in full, or its sandbox died: op waits no more. */
 static void
 op_unlink(struct xb_fileop *op)
 {
         xb_sbx_pending_del(op->sbx, op->tag);
-        op->sbx->nfileops--;
+        op_uncount(op);
 }
 
 /* The call is ending: nobody may end it twice, even when its sink starts
@@ -143,6 +157,8 @@ op_start(struct xb_sbx *x, struct xb_file_req *q, struct xb_fileop *op)
         op->op = q->op;
         xb_sbx_ref(x);
         x->nfileops++;
+        if (op_background(op))
+                x->nfileops_bg++;
         xb_sbx_used(x);
         xb_call_on_cancel(op->call, op_cancel, op);
         return;
@@ -506,7 +522,7 @@ op_died(void *ctx, const char *why)
         struct xb_fileop *op = ctx;
         struct xb_err err = { 0 };
 
-        op->sbx->nfileops--;
+        op_uncount(op);
         if (op->call) {
                 xb_sbx_gone(op->sbx, why, GONE, &err);
                 xb_call_fail(take_call(op), &err);

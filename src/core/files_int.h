@@ -17,6 +17,9 @@ struct xb_fileop_fd_ops {
          * its stat) and ends c. May take *path (set it NULL). */
         void (*opened)(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd, const struct stat *st);
         void (*free)(void *ctx);      /* always called, last */
+        /* No client waits on it (a process's spill file): a pause need not
+         * wait for init's answer, which comes after the resume. */
+        bool background;
 };
 
 /* Start q, a READ or WRITE, as xb_fileop_run does (it takes path), with

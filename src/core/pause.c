@@ -23,8 +23,8 @@ xb_sbx_pause(struct xb_sbx *x, bool auto_resume, struct xb_err *err)
         }
         if (x->state != XB_SBX_READY || x->pooled)
                 return xb_err_msg(err, EBUSY, "only a running sandbox can be paused");
-        /* Someone waits on its work, or a file operation is with init. */
-        if (xb_sbx_busy(x) || x->nfileops)
+        /* Someone waits on its work, or on a file operation with init. */
+        if (xb_sbx_busy(x) || x->nfileops > x->nfileops_bg)
                 return xb_err_msg(err, EBUSY, "the sandbox is busy: a client waits on its work");
         r = xb_sandbox_freeze(x->sb, true);
         if (r < 0) {

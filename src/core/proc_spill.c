@@ -123,7 +123,7 @@ spill_free(void *ctx)
         req_unref(ctx);
 }
 
-static const struct xb_fileop_fd_ops spill_fd_ops = { .opened = spill_opened, .free = spill_free };
+static const struct xb_fileop_fd_ops spill_fd_ops = { .opened = spill_opened, .free = spill_free, .background = true };
 
 static void
 spill_open(struct xb_proc *p, struct proc_spill *sp, const char *name)

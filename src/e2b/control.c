@@ -532,7 +532,12 @@ pause_route(struct xb_req *r)
         }
         e2b_holds_drop(e, x->id);
         if (xb_sbx_pause(x, false, &err) < 0) {
-                api_error(r, 500, "cannot pause sandbox %s now: %s (a client is waiting on its work)", x->id, err.msg);
+                /* Busy is the caller's to retry; anything else is ours. */
+                if (err.code == EBUSY)
+                        api_error(r, 409, "cannot pause sandbox %s now: %s; retry once that request has ended",
+                                  x->id, err.msg);
+                else
+                        api_error(r, 500, "cannot pause sandbox %s: %s", x->id, err.msg);
                 return;
         }
         xb_reply_empty(r, 204);

@@ -89,6 +89,27 @@ def test_pause_stops_a_cpu_spinner_and_resume_continues_it(server):
     server.post(f"/v1/sandboxes/{sid}/processes/{pid}/signal", {"signal": "KILL"})
 
 
+def test_pause_right_after_a_background_start_and_its_output_after_resume(server):
+    """A background process's spill files are opened by init after the
+    start answers; no client waits on those opens, so a pause at once must
+    not be refused as busy (E2B's SDK pauses right after a start), and the
+    output written around the pause is all there after the resume."""
+    sid = server.create()["id"]
+    base = f"/v1/sandboxes/{sid}"
+    pids = []
+    for i in range(8):
+        r = server.post(f"{base}/processes", {"cmd": f"echo start-{i}; sleep 0.3; echo end-{i}"})
+        expect(r, 201)
+        pids.append(r.json()["pid"])
+        pause(server, sid)
+        resume(server, sid)
+    for i, pid in enumerate(pids):
+        r = expect(server.post(f"{base}/processes/{pid}/wait", {"timeout_s": 30}, timeout=60), 200)
+        assert r.json()["status"] != "running" and r.json()["exit_code"] == 0, r.json()
+        r = expect(server.get(f"{base}/processes/{pid}/output"), 200)
+        assert r.json()["stdout"] == f"start-{i}\nend-{i}\n", (i, r.json())
+
+
 def test_paused_sandbox_answers_409_with_a_hint_and_keeps_state(server):
     sid = server.create()["id"]
     base = f"/v1/sandboxes/{sid}"
