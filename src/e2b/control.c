@@ -516,11 +516,76 @@ refreshes(struct xb_req *r)
         set_timeout(r, "duration");
 }
 
+/* A pause that meets only file operations with init (a background
+ * command's output files still opening just after its start, an upload)
+ * waits for them, PAUSE_WAIT_MS at most: E2B pauses a sandbox with work
+ * in flight, and the SDK's pause right after commands.run(background)
+ * met those opens now and then (500 "busy"). */
+#define PAUSE_WAIT_MS 1000
+#define PAUSE_POLL_MS 5
+
+struct pause_wait {
+        struct xb_req *r;
+        struct xb_e2b *e;
+        char id[XB_SANDBOX_ID_LEN + 1];
+        int tenant;
+        uint64_t until_ms;
+        struct xb_timer t;
+};
+
+static void
+pause_now(struct xb_req *r, struct xb_e2b *e, struct xb_sbx *x)
+{
+        struct xb_err err = { 0 };
+
+        e2b_holds_drop(e, x->id);
+        if (xb_sbx_pause(x, false, &err) < 0) {
+                api_error(r, 500, "cannot pause sandbox %s now: %s (a client is waiting on its work)", x->id, err.msg);
+                return;
+        }
+        xb_reply_empty(r, 204);
+}
+
+static bool
+only_files_in_flight(const struct xb_sbx *x)
+{
+        return x->state == XB_SBX_READY && !x->paused && !xb_sbx_busy(x) && x->nfileops;
+}
+
+static void
+pause_wait_gone(struct xb_req *r, void *owner)
+{
+        struct pause_wait *w = owner;
+
+        (void)r;
+        xb_timer_stop(&w->t);
+        free(w);
+}
+
+static void
+pause_wait_tick(struct xb_timer *t)
+{
+        struct pause_wait *w = t->data;
+        struct xb_sbx *x = e2b_engine_sbx(w->e, w->id);
+
+        if (x && x->tenant == w->tenant && only_files_in_flight(x) && xb_now_ms() < w->until_ms) {
+                xb_timer_start(e2b_loop(w->e), &w->t, PAUSE_POLL_MS, pause_wait_tick, w);
+                return;
+        }
+        if (!x || x->tenant != w->tenant)
+                api_error(w->r, 404, "sandbox \"%.64s\" not found", w->id);
+        else if (x->paused)
+                xb_reply_empty(w->r, 204);   /* paused meanwhile, as asked */
+        else
+                pause_now(w->r, w->e, x);
+        free(w);
+}
+
 static void
 pause_route(struct xb_req *r)
 {
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
-        struct xb_err err = { 0 };
+        struct pause_wait *w;
         struct xb_sbx *x;
         int tenant = tenant_of(r);
 
@@ -530,12 +595,14 @@ pause_route(struct xb_req *r)
                 api_error(r, 409, "sandbox %s is already paused", x->id);
                 return;
         }
-        e2b_holds_drop(e, x->id);
-        if (xb_sbx_pause(x, false, &err) < 0) {
-                api_error(r, 500, "cannot pause sandbox %s now: %s (a client is waiting on its work)", x->id, err.msg);
+        if (!only_files_in_flight(x) || !(w = calloc(1, sizeof(*w)))) {
+                pause_now(r, e, x);
                 return;
         }
-        xb_reply_empty(r, 204);
+        *w = (struct pause_wait){ .r = r, .e = e, .tenant = tenant, .until_ms = xb_now_ms() + PAUSE_WAIT_MS };
+        snprintf(w->id, sizeof(w->id), "%s", x->id);
+        xb_req_suspend(r, pause_wait_gone, w);
+        xb_timer_start(e2b_loop(e), &w->t, PAUSE_POLL_MS, pause_wait_tick, w);
 }
 
 /* Resume (a paused one) and extend by {"timeout"}; resume: 409 when running. */
