@@ -195,6 +195,7 @@ struct xb_sbx {
         uint64_t created_unix_ms;                  /* for clients */
         uint64_t start_t0_us;         /* create began, until init is ready (metrics) */
         bool start_hit;               /* it came from the pool */
+        bool warm_up;                 /* pooled: init's ready runs the warm-up first (pool_warm.c) */
         struct xb_timer expiry;
         struct xb_io sock_io, pidfd_io;
         uint32_t next_tag;

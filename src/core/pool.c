@@ -1,8 +1,9 @@
 /* Creating sandboxes: a claim from the warm pool when one fits, else a
  * cold start (sbx.c), then registration and the lease. The pool refills
- * one sandbox per timer tick, starting a little after each creation; with
- * --pool-python each pooled sandbox also starts a Python session, hidden
- * until a client asks for one. */
+ * one sandbox per timer tick, starting a little after each creation; each
+ * runs a warm-up before it is ready (pool_warm.c); with --pool-python
+ * each pooled sandbox also starts a Python session, hidden until a client
+ * asks for one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
@@ -38,6 +39,7 @@ xb_pool_fill(struct xb_core *s)
                         return;
                 }
                 x->pooled = true;
+                x->warm_up = true;
                 if (s->o.pool_python) {
                         struct xb_session *ss = xb_session_start(x, "python", true, &err);
 
@@ -68,7 +70,7 @@ claim(struct xb_core *s, const struct xb_limits *l, struct xb_err *err)
 {
         struct xb_sbx *x = s->pool, **pp = &s->pool;
 
-        /* Prefer one that is ready. */
+        /* Prefer one that is ready (a warming one is still starting). */
         for (struct xb_sbx **q = &s->pool; *q; q = &(*q)->next)
                 if ((*q)->state == XB_SBX_READY) {
                         pp = q;

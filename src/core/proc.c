@@ -252,7 +252,7 @@ proc_finish(struct xb_proc *p)
         struct xb_core *s = p->sbx->core;
         struct xb_result *res = &p->result;
         struct xb_verdict_in v = { 0 };
-        struct xb_cgroup_stats st = { 0 };
+        uint64_t oom_kills = 0;
         struct xb_tenant_metrics *tm;
 
         if (p->finished)
@@ -271,7 +271,7 @@ proc_finish(struct xb_proc *p)
         if (!p->end_ms)
                 p->end_ms = xb_now_ms();
         if (p->sbx->sb)
-                xb_sandbox_stats(p->sbx->sb, &st);
+                oom_kills = xb_sandbox_oom_kills(p->sbx->sb);
         res->out = p->out;
         res->err = p->err;
         xb_result_set_status(res, p->exited, p->status);
@@ -281,7 +281,7 @@ proc_finish(struct xb_proc *p)
         v = (struct xb_verdict_in){
                 .exited = res->exited, .exit_code = res->exit_code, .signal = res->signal,
                 /* The sandbox's counter is shared: blame this command only if it was SIGKILLed. */
-                .timed_out = p->timed_out, .oom = st.oom_kills > p->oom_before && !res->exited && res->signal == SIGKILL,
+                .timed_out = p->timed_out, .oom = oom_kills > p->oom_before && !res->exited && res->signal == SIGKILL,
                 .killed_by_request = p->killed_by_request,
                 .truncated = xb_outbuf_truncated(&p->out) || xb_outbuf_truncated(&p->err),
         };
@@ -414,7 +414,6 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
         struct xb_exec_spec q;
         struct xb_proc *p;
-        struct xb_cgroup_stats st = { 0 };
         bool want_stdin = !spec->tty && (spec->stdin_len > 0 || spec->keep_stdin);
         int ttyp[2] = { -1, -1 };
         struct xb_err e = { 0 };
@@ -523,8 +522,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                 proc_pump_stdin(p);
         }
         if (x->sb)
-                xb_sandbox_stats(x->sb, &st);
-        p->oom_before = st.oom_kills;
+                p->oom_before = xb_sandbox_oom_kills(x->sb);
         p->start_ms = xb_now_ms();
         if (p->timeout_ms)
                 xb_timer_start(x->core->loop, &p->hard, p->timeout_ms, on_hard, p);

@@ -37,9 +37,12 @@ unix_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* name in dirfd, atomically: a reader sees the old file or the whole new one. */
+/* name in dirfd, atomically: a reader sees the old file or the whole new
+ * one. sync: fdatasync before the rename, so that a host crash keeps it
+ * too (the tombstones' compacted log, which holds them all); a record
+ * skips it (see xb_record_save). */
 static int
-write_atomic(int dirfd, const char *name, const char *data, size_t len)
+write_atomic(int dirfd, const char *name, const char *data, size_t len, bool sync)
 {
         char tmp[128];
         _cleanup_close_ int fd = -EBADF;
@@ -62,7 +65,7 @@ write_atomic(int dirfd, const char *name, const char *data, size_t len)
                 }
                 off += (size_t)n;
         }
-        if (fdatasync(fd) < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
+        if ((sync && fdatasync(fd) < 0) || renameat(dirfd, tmp, dirfd, name) < 0) {
                 int e = errno;
 
                 unlinkat(dirfd, tmp, 0);
@@ -103,7 +106,7 @@ tombs_compact(struct xb_core *s)
         }
         if (fclose(f) != 0)
                 return -ENOMEM;
-        r = write_atomic(s->state_fd, TOMBS_LOG, text ? text : "", len);
+        r = write_atomic(s->state_fd, TOMBS_LOG, text ? text : "", len, true);
         if (r < 0)
                 return r;
         s->tomb_lines = 0;
@@ -308,7 +311,12 @@ xb_record_save(struct xb_sbx *x)
         if (!text)
                 return;
         snprintf(name, sizeof(name), "%s.json", x->id);
-        if ((r = write_atomic(s->records_dir_fd, name, text, strlen(text))) < 0)
+        /* No fsync, as for a tombstone: a SIGKILL of the daemon leaves the
+         * page cache, which the next start reads; a host crash, which no
+         * sandbox survives, may lose the newest records (their clients get
+         * 404, not 410). A sync here cost every create 1-10 ms of the
+         * loop under disk load. */
+        if ((r = write_atomic(s->records_dir_fd, name, text, strlen(text), false)) < 0)
                 xb_warn("sandbox %s: record not persisted: %s", x->id, strerror(-r));
 }
 

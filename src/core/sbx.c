@@ -245,6 +245,16 @@ pending_ready(struct xb_sbx *x)
                 }
 }
 
+void
+xb__sbx_ready(struct xb_sbx *x)
+{
+        x->warm_up = false;
+        if (x->state == XB_SBX_STARTING)
+                x->state = XB_SBX_READY;
+        xb__sbx_start_timed(x);
+        pending_ready(x);
+}
+
 static void
 unowned(const struct xb_sbx *x, const struct xb_init_event *ev)
 {
@@ -367,11 +377,12 @@ on_init_msg(struct xb_io *io, uint32_t events)
                 switch (ev.kind) {
                 case XB_IEV_READY:
                         if (x->state == XB_SBX_STARTING) {
-                                x->state = XB_SBX_READY;
                                 xb__sbx_network_ready(x);
+                                /* Still the pool's: warm up first, ready after. */
+                                if (x->warm_up && x->pooled && xb__pool_warm_run(x))
+                                        break;
                         }
-                        xb__sbx_start_timed(x);
-                        pending_ready(x);
+                        xb__sbx_ready(x);
                         break;
                 case XB_IEV_SPAWNED:
                 case XB_IEV_EXITED:

@@ -1,4 +1,5 @@
-/* Between the registry (sbx.c) and creation with its warm pool (pool.c).
+/* Between the registry (sbx.c) and creation with its warm pool (pool.c,
+ * pool_warm.c).
  * Not for other modules: they use core.h. */
 #pragma once
 #include "core/core.h"
@@ -11,3 +12,8 @@ struct xb_sbx *xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const
 int xb__sbx_register(struct xb_sbx *x);
 /* The start latency, once x is both created and ready (metrics). */
 void xb__sbx_start_timed(struct xb_sbx *x);
+/* Init is ready in x, a pooled sandbox: start its warm-up (pool_warm.c).
+ * True when it runs: x stays starting until it ends, then xb__sbx_ready. */
+bool xb__pool_warm_run(struct xb_sbx *x);
+/* x is set up: ready, and every owner waiting for that hears it (sbx.c). */
+void xb__sbx_ready(struct xb_sbx *x);

@@ -98,6 +98,8 @@ int xb_cgroup_kill(struct xb_cgroup *cg);
 #define XB_CGROUP_FREEZE_WAIT_US 200000
 int xb_cgroup_freeze(struct xb_cgroup *cg, bool frozen);
 int xb_cgroup_stats(struct xb_cgroup *cg, struct xb_cgroup_stats *st);
+/* Its stats' oom_kills alone: one file read, not five (each command's start and end). */
+uint64_t xb_cgroup_oom_kills(struct xb_cgroup *cg);
 /* An fd that becomes readable (POLLPRI on v2 memory.events, eventfd on v1)
  * when an OOM kill happens, or -1 if unavailable. Owned by cg. */
 int xb_cgroup_oom_fd(struct xb_cgroup *cg);

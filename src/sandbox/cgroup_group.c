@@ -380,6 +380,14 @@ xb_cgroup_stats(struct xb_cgroup *cg, struct xb_cgroup_stats *st)
         return 0;
 }
 
+uint64_t
+xb_cgroup_oom_kills(struct xb_cgroup *cg)
+{
+        if (cg->sys->mode == XB_CG_V2)
+                return read_keyed(cg->v2, "memory.events", "oom_kill");
+        return read_keyed(cg->v1[CTL_MEMORY], "memory.oom_control", "oom_kill");
+}
+
 int
 xb_cgroup_oom_fd(struct xb_cgroup *cg)
 {

@@ -711,6 +711,12 @@ xb_sandbox_stats(struct xb_sandbox *sb, struct xb_cgroup_stats *st)
         return xb_cgroup_stats(sb->cg, st);
 }
 
+uint64_t
+xb_sandbox_oom_kills(struct xb_sandbox *sb)
+{
+        return xb_cgroup_oom_kills(sb->cg);
+}
+
 int
 xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen)
 {

@@ -143,6 +143,7 @@ void xb_sandbox_end(struct xb_sandbox *sb);
 int xb_sandbox_reap(struct xb_sandbox *sb, bool wait);
 /* Usage of the whole sandbox so far. */
 int xb_sandbox_stats(struct xb_sandbox *sb, struct xb_cgroup_stats *st);
+uint64_t xb_sandbox_oom_kills(struct xb_sandbox *sb);
 /* Pause (freeze) or resume every task of the sandbox. */
 int xb_sandbox_freeze(struct xb_sandbox *sb, bool frozen);
 /* Kill, reap, remove the cgroup, free the uid range and sb. -EBUSY if the
