@@ -23,51 +23,6 @@
 
 static void try_connect(struct xb_conn *c);
 
-static size_t
-pending(const struct cbuf *b)
-{
-        return b->len + b->plen;
-}
-
-static bool
-has_room(const struct cbuf *b)
-{
-        return b->pw >= 0 ? b->plen < b->pcap : b->len < XB_NET_BUF;
-}
-
-/* A pipe for b, for the relay; without one (out of fds) b relays itself. */
-static void
-pipe_for(struct cbuf *b)
-{
-        int p[2];
-        int size;
-
-        if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
-                return;
-        size = fcntl(p[1], F_SETPIPE_SZ, (int)XB_NET_PIPE);
-        if (size < 0)
-                size = fcntl(p[1], F_GETPIPE_SZ);
-        if (size <= 0) {
-                close(p[0]);
-                close(p[1]);
-                return;
-        }
-        b->pr = p[0];
-        b->pw = p[1];
-        b->pcap = (size_t)size;
-}
-
-static void
-pipe_close(struct cbuf *b)
-{
-        if (b->pr >= 0)
-                close(b->pr);
-        if (b->pw >= 0)
-                close(b->pw);
-        b->pr = b->pw = -1;
-        b->plen = 0;
-}
-
 static void
 free_conn(void *p)
 {
@@ -99,8 +54,7 @@ xb__px_close(struct xb_conn *c)
         xb__tls_free(c);
         if (c->asking)
                 xb__px_ask_cancel(c);
-        pipe_close(&c->up);
-        pipe_close(&c->down);
+        xb__px_pipes_close(c);
         if (c->ai) {
                 ARES(freeaddrinfo)(c->ai);
                 c->ai = NULL;
@@ -263,167 +217,20 @@ xb__px_update(struct xb_conn *c)
                 xb__tls_update(c);
                 return;
         }
-        if (pending(&c->down))
+        if (xb__px_pending(&c->down))
                 cw |= EPOLLOUT;
-        if (!c->throttled && !c->c_eof && has_room(&c->up) && (c->st == C_HEAD || c->st == C_RELAY))
+        if (!c->throttled && !c->c_eof && xb__px_has_room(&c->up) && (c->st == C_HEAD || c->st == C_RELAY))
                 cw |= EPOLLIN;
         if (c->st == C_CONNECT)
                 uw = EPOLLOUT;
         else if (c->st == C_RELAY) {
-                if (pending(&c->up))
+                if (xb__px_pending(&c->up))
                         uw |= EPOLLOUT;
-                if (!c->throttled && !c->u_eof && has_room(&c->down))
+                if (!c->throttled && !c->u_eof && xb__px_has_room(&c->down))
                         uw |= EPOLLIN;
         }
         set_io(c, &c->cio, c->cfd, &c->cwant, cw, on_client);
         set_io(c, &c->uio, c->ufd, &c->uwant, uw, on_upstream);
-}
-
-/* Bytes a read may take now (the sandbox's bucket); 0 throttles c. */
-static size_t
-allowance(struct xb_conn *c, size_t want)
-{
-        struct xb_net *n = c->net;
-        uint64_t rate = n->ns->o.rate, now;
-
-        if (!rate)
-                return want;
-        now = xb_now_ms();
-        if (now > n->tokens_ms) {
-                uint64_t cap = rate / 4 > XB_NET_BUF ? rate / 4 : XB_NET_BUF;
-
-                n->tokens += rate * (now - n->tokens_ms) / 1000;
-                if (n->tokens > cap)
-                        n->tokens = cap;
-                n->tokens_ms = now;
-        }
-        if (n->tokens == 0) {
-                if (!c->throttled) {
-                        c->throttled = true;
-                        n->nthrottled++;
-                }
-                return 0;
-        }
-        return want < n->tokens ? want : (size_t)n->tokens;
-}
-
-static void
-unthrottle(struct xb_timer *t)
-{
-        struct xb_net *n = t->data;
-
-        for (struct xb_conn *c = n->conns; c; c = c->next)
-                if (c->throttled) {
-                        c->throttled = false;
-                        n->nthrottled--;
-                        xb__px_update(c);
-                }
-}
-
-static void
-charge(struct xb_conn *c, size_t n_read)
-{
-        struct xb_net *n = c->net;
-
-        if (n->ns->o.rate)
-                n->tokens = n->tokens > n_read ? n->tokens - n_read : 0;
-}
-
-/* Read what fits into b from fd; 1 data, 0 EOF, -1 error, 2 nothing now. */
-static int
-fill(struct xb_conn *c, int fd, struct cbuf *b, uint64_t *count)
-{
-        size_t room, take;
-        ssize_t r;
-
-        if (b->pw >= 0)
-                room = b->pcap - b->plen;
-        else {
-                if (b->len == 0)
-                        b->off = 0;
-                else if (b->off + b->len == XB_NET_BUF) {
-                        memmove(b->b, b->b + b->off, b->len);
-                        b->off = 0;
-                }
-                room = XB_NET_BUF - b->off - b->len;
-        }
-        take = c->st == C_RELAY ? allowance(c, room) : room;
-        if (take == 0) {
-                if (!c->net->throttle_timer.active)
-                        xb_timer_start(c->net->ns->loop, &c->net->throttle_timer, 20, unthrottle, c->net);
-                return 2;
-        }
-        if (b->pw >= 0)
-                r = splice(fd, NULL, b->pw, NULL, take, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-        else
-                r = read(fd, b->b + b->off + b->len, take);
-        if (r > 0) {
-                if (b->pw >= 0)
-                        b->plen += (size_t)r;
-                else
-                        b->len += (size_t)r;
-                if (c->st == C_RELAY) {
-                        charge(c, (size_t)r);
-                        *count += (uint64_t)r;
-                }
-                return 1;
-        }
-        if (r == 0)
-                return 0;
-        return errno == EAGAIN || errno == EINTR ? 2 : -1;
-}
-
-/* Write what b holds to fd, the buffer first; -1 on error. */
-static int
-flush(int fd, struct cbuf *b)
-{
-        ssize_t w;
-
-        if (b->len) {
-                w = send(fd, b->b + b->off, b->len, MSG_NOSIGNAL);
-                if (w < 0)
-                        return errno == EAGAIN || errno == EINTR ? 0 : -1;
-                b->off += (size_t)w;
-                b->len -= (size_t)w;
-                if (b->len)
-                        return 0;
-        }
-        if (b->plen) {
-                w = splice(b->pr, NULL, fd, NULL, b->plen, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-                if (w < 0)
-                        return errno == EAGAIN || errno == EINTR ? 0 : -1;
-                b->plen -= (size_t)w;
-        }
-        return 0;
-}
-
-static void
-account(struct xb_conn *c, uint64_t out, uint64_t in)
-{
-        struct xb_net *n = c->net;
-
-        n->bytes_out += out;
-        n->bytes_in += in;
-        n->ns->st.bytes_out += out;
-        n->ns->st.bytes_in += in;
-}
-
-/* Shut each direction down once its data is through, and end c when both are. */
-static void
-half_close(struct xb_conn *c)
-{
-        if (c->st != C_RELAY)
-                return;
-        if (c->c_eof && !pending(&c->up) && !c->u_shut) {
-                shutdown(c->ufd, SHUT_WR);
-                c->u_shut = true;
-        }
-        if (c->u_eof && !pending(&c->down) && !c->c_shut) {
-                shutdown(c->cfd, SHUT_WR);
-                c->c_shut = true;
-        }
-        if (c->u_shut && c->c_shut)
-                xb__px_close(c);
 }
 
 
@@ -434,17 +241,17 @@ on_client(struct xb_io *io, uint32_t events)
         uint64_t before = c->out;
 
         if (events & EPOLLOUT) {
-                if (flush(c->cfd, &c->down) < 0) {
+                if (xb__px_flush(c->cfd, &c->down) < 0) {
                         xb__px_close(c);
                         return;
                 }
-                if (c->st == C_CLOSING && !pending(&c->down)) {
+                if (c->st == C_CLOSING && !xb__px_pending(&c->down)) {
                         xb__px_close(c);
                         return;
                 }
         }
         if (events & (EPOLLIN | EPOLLHUP | EPOLLERR) && (c->cwant & EPOLLIN)) {
-                int r = fill(c, c->cfd, &c->up, &c->out);
+                int r = xb__px_fill(c, c->cfd, &c->up, &c->out);
 
                 if (r < 0) {
                         xb__px_close(c);
@@ -462,7 +269,7 @@ on_client(struct xb_io *io, uint32_t events)
                         if (c->dead)
                                 return;
                 }
-                if (c->st == C_RELAY && pending(&c->up) && flush(c->ufd, &c->up) < 0) {
+                if (c->st == C_RELAY && xb__px_pending(&c->up) && xb__px_flush(c->ufd, &c->up) < 0) {
                         xb__px_close(c);
                         return;
                 }
@@ -471,8 +278,8 @@ on_client(struct xb_io *io, uint32_t events)
                 return;
         }
         if (c->st == C_RELAY)
-                account(c, c->out - before, 0);
-        half_close(c);
+                xb__px_count(c, c->out - before, 0);
+        xb__px_half_close(c);
         xb__px_update(c);
 }
 
@@ -503,13 +310,13 @@ on_upstream(struct xb_io *io, uint32_t events)
                 return;
         }
         if (events & EPOLLOUT) {
-                if (flush(c->ufd, &c->up) < 0) {
+                if (xb__px_flush(c->ufd, &c->up) < 0) {
                         xb__px_close(c);
                         return;
                 }
         }
         if (events & (EPOLLIN | EPOLLHUP | EPOLLERR) && (c->uwant & EPOLLIN)) {
-                int r = fill(c, c->ufd, &c->down, &c->in);
+                int r = xb__px_fill(c, c->ufd, &c->down, &c->in);
 
                 if (r < 0) {
                         xb__px_close(c);
@@ -517,7 +324,7 @@ on_upstream(struct xb_io *io, uint32_t events)
                 }
                 if (r == 0)
                         c->u_eof = true;
-                if (pending(&c->down) && flush(c->cfd, &c->down) < 0) {
+                if (xb__px_pending(&c->down) && xb__px_flush(c->cfd, &c->down) < 0) {
                         xb__px_close(c);
                         return;
                 }
@@ -525,8 +332,8 @@ on_upstream(struct xb_io *io, uint32_t events)
                 xb__px_close(c);
                 return;
         }
-        account(c, 0, c->in - before);
-        half_close(c);
+        xb__px_count(c, 0, c->in - before);
+        xb__px_half_close(c);
         xb__px_update(c);
 }
 
@@ -685,11 +492,10 @@ start_relay(struct xb_conn *c)
         if (xb__tls_take(c))
                 return;
         c->st = C_RELAY;
-        pipe_for(&c->up);
-        pipe_for(&c->down);
+        xb__px_pipes_open(c);
         /* What the sandbox sent before the connection stood counts too. */
         c->out += c->kind == K_FORWARD ? c->fwd_len + c->up.len : c->up.len;
-        account(c, c->out, 0);
+        xb__px_count(c, c->out, 0);
         if (c->kind == K_CONNECT)
                 xb__px_say(c, established, sizeof(established) - 1);
         else if (c->kind == K_SOCKS)
@@ -745,6 +551,7 @@ xb__proxy_accept(struct xb_io *io, uint32_t events)
                         close(fd);
                         continue;
                 }
+                xb__px_tune_client(fd);
                 c->net = n;
                 c->loop = n->ns->loop;
                 c->up.pr = c->up.pw = c->down.pr = c->down.pw = -1;
@@ -771,28 +578,4 @@ xb__proxy_free_all(struct xb_net *n)
 {
         while (n->conns)
                 xb__px_close(n->conns);
-}
-
-size_t
-xb__px_allowance(struct xb_conn *c, size_t want)
-{
-        size_t take = allowance(c, want);
-
-        if (!take && !c->net->throttle_timer.active)
-                xb_timer_start(c->net->ns->loop, &c->net->throttle_timer, 20, unthrottle, c->net);
-        return take;
-}
-
-void
-xb__px_charge(struct xb_conn *c, size_t n_read)
-{
-        charge(c, n_read);
-}
-
-void
-xb__px_account(struct xb_conn *c, uint64_t out, uint64_t in)
-{
-        c->out += out;
-        c->in += in;
-        account(c, out, in);
 }
