@@ -34,6 +34,7 @@
 extern char **environ;
 
 struct xb_rootfs_job {
+        struct xb_rootfs_job *next;   /* core->rootfs_jobs */
         struct xb_core *core;
         char layer[128];
         char tmp[40];
@@ -237,10 +238,23 @@ on_output(struct xb_io *io, uint32_t events)
                 xb_io_stop(&j->out_io);
 }
 
+void
+xb_rootfs_clamp(struct xb_core *s, bool on)
+{
+        for (struct xb_rootfs_job *j = s->rootfs_jobs; j; j = j->next)
+                xb_store_limit(s->eng->store, j->tmp, on ? 1 : XB_STORE_NO_LIMIT);
+}
+
 static void
 job_end(struct xb_rootfs_job *j, struct xb_err *err)
 {
         struct xb_store *st = j->core->eng->store;
+
+        for (struct xb_rootfs_job **pp = (struct xb_rootfs_job **)&j->core->rootfs_jobs; *pp; pp = &(*pp)->next)
+                if (*pp == j) {
+                        *pp = j->next;
+                        break;
+                }
 
         if (j->out_io.active)
                 xb_io_stop(&j->out_io);
@@ -353,6 +367,10 @@ xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int i
                 free(j);
                 return xb_err_set(err, EIO, "watch %s", argv[0]);
         }
+        j->next = s->rootfs_jobs;
+        s->rootfs_jobs = j;
+        if (s->disk_tight)
+                xb_store_limit(s->eng->store, j->tmp, 1);
         return 0;
 }
 

@@ -27,3 +27,6 @@ bool xb_rootfs_layer_exists(struct xb_core *s, const char *layer);
 /* The host's Debian mirror (the first apt source of the archive, not
  * its security one), read from /etc/apt; false when there is none. */
 bool xb_host_debian_mirror(char *buf, size_t n);
+/* Stop (on) or allow again every import's writes to its layer: the state
+ * directory's filesystem is nearly full (diskguard.c). */
+void xb_rootfs_clamp(struct xb_core *s, bool on);
