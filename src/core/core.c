@@ -81,6 +81,7 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);
+        xb_diskguard_start(c);
         *ret = c;
         return 0;
 }
@@ -119,6 +120,7 @@ xb_core_close(struct xb_core *c)
                 return;
         c->stopping = true;
         xb_timer_stop(&c->pool_timer);
+        xb_diskguard_stop(c);
         xb_sbx_destroy_all(c);
         /* Run the loop until every dying sandbox is reaped (sbx.c stops it
          * when the last one goes), for at most 5 s. */

@@ -42,6 +42,7 @@
 struct xb_audits;
 struct xb_audit;
 struct xb_template;
+struct xb_rootfs_job;
 
 /* One tenant's quota (quota.h); 0 in a field: no quota of that kind. */
 struct xb_quota {
@@ -135,6 +136,10 @@ struct xb_core {
         struct xb_secret **secrets;   /* secrets.c: every tenant's, in memory only */
         size_t nsecrets;
         struct xb_approvals *approvals;   /* approvals.c: what waits for a human */
+        struct xb_rootfs_job *rootfs_jobs;   /* rootfs.c: imports running */
+        struct xb_timer disk_timer;   /* diskguard.c */
+        bool disk_tight;              /* the state dir's free space is below the guard: layers take no writes */
+        bool disk_was_tight;          /* the layers are clamped (diskguard.c) */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -241,6 +246,15 @@ int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned
 /* 0, or -ENOSPC with err set (XB_E_SANDBOX_UNAVAILABLE, 503) while the
  * state directory has less than its reserve free. */
 int xb_space_check(struct xb_core *s, struct xb_err *err);
+/* diskguard.c: while the state directory's filesystem has less than
+ * XB_STATE_RESERVE + XB_STATE_GUARD free, no sandbox's (nor import's)
+ * layer takes a write: what sandboxes write never reaches the reserve the
+ * daemon's records, tombstones and token need. Checked every
+ * XB_STATE_GUARD_MS; writes come back above twice the guard. */
+#define XB_STATE_GUARD ((uint64_t)256 << 20)
+#define XB_STATE_GUARD_MS 100
+void xb_diskguard_start(struct xb_core *s);
+void xb_diskguard_stop(struct xb_core *s);
 /* Check, then count n fds held by x for its tenant; release them later. */
 int xb_fds_charge(struct xb_sbx *x, unsigned n, struct xb_err *err);
 void xb_fds_release(struct xb_sbx *x, unsigned n);

@@ -27,20 +27,26 @@
 #include "base/cleanup.h"
 #include "base/fd.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "core/core.h"
 #include "sandbox/store.h"
 
 extern char **environ;
 
 struct xb_rootfs_job {
+        struct xb_rootfs_job *next;   /* core->rootfs_jobs */
         struct xb_core *core;
         char layer[128];
         char tmp[40];
-        char log[4200];
+        char tail[1500];              /* the end of its output, for the error */
+        size_t ntail;
+        unsigned char carry[4];       /* a UTF-8 sequence cut by a read */
+        size_t ncarry;
         pid_t pid;
-        int pidfd;
-        struct xb_io io;
+        int pidfd, outfd;
+        struct xb_io io, out_io;
         xb_rootfs_done done;
+        xb_rootfs_output out;
         void *data;
 };
 
@@ -150,18 +156,93 @@ fixup(struct xb_rootfs_job *j, struct xb_err *err)
 }
 
 static void
-tail_of(const char *log, char *out, size_t n)
+tail_add(struct xb_rootfs_job *j, const char *p, size_t n)
 {
-        _cleanup_close_ int fd = open(log, O_RDONLY | O_CLOEXEC);
-        off_t end = fd < 0 ? 0 : lseek(fd, 0, SEEK_END);
-        ssize_t got;
+        size_t room = sizeof(j->tail) - 1;
 
-        out[0] = 0;
-        if (fd < 0)
-                return;
-        lseek(fd, end > (off_t)n - 1 ? end - (off_t)n + 1 : 0, SEEK_SET);
-        got = read(fd, out, n - 1);
-        out[got > 0 ? got : 0] = 0;
+        if (n >= room) {
+                memcpy(j->tail, p + n - room, room);
+                j->ntail = room;
+        } else {
+                if (j->ntail + n > room) {
+                        memmove(j->tail, j->tail + (j->ntail + n - room), room - n);
+                        j->ntail = room - n;
+                }
+                memcpy(j->tail + j->ntail, p, n);
+                j->ntail += n;
+        }
+        j->tail[j->ntail] = 0;
+}
+
+/* Where the text of p[0..n) ends without cutting a UTF-8 sequence: the
+ * cut one's bytes wait for the next read. */
+static size_t
+whole_utf8(const unsigned char *p, size_t n)
+{
+        for (size_t back = 1; back <= 3 && back <= n; back++) {
+                unsigned char c = p[n - back];
+                size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+
+                if ((c & 0xc0) == 0x80)
+                        continue;   /* a continuation byte: look further back */
+                return want > back && c < 0xf8 ? n - back : n;
+        }
+        return n;
+}
+
+/* Read what the program wrote (at most a few reads per turn of the loop):
+ * to its tail, and to out. Returns false at its end (EOF or an error). */
+static bool
+read_output(struct xb_rootfs_job *j, int rounds)
+{
+        char buf[16384 + 4];
+
+        while (rounds-- > 0) {
+                ssize_t n;
+                size_t whole;
+                _cleanup_free_ char *text = NULL;
+                size_t tlen;
+
+                memcpy(buf, j->carry, j->ncarry);
+                n = read(j->outfd, buf + j->ncarry, sizeof(buf) - 4);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return true;
+                if (n <= 0)
+                        return false;
+                n += (ssize_t)j->ncarry;
+                whole = whole_utf8((unsigned char *)buf, (size_t)n);
+                j->ncarry = (size_t)n - whole;
+                memcpy(j->carry, buf + whole, j->ncarry);
+                if (!whole)
+                        continue;
+                /* Bytes that are not UTF-8 at all: U+FFFD, so the text goes into JSON. */
+                text = xb_utf8_sanitize(buf, whole, &tlen);
+                if (!text)
+                        continue;
+                tail_add(j, text, tlen);
+                if (j->out)
+                        j->out(j->data, text, tlen);
+        }
+        return true;
+}
+
+static void
+on_output(struct xb_io *io, uint32_t events)
+{
+        struct xb_rootfs_job *j = io->data;
+
+        (void)events;
+        if (!read_output(j, 4))
+                xb_io_stop(&j->out_io);
+}
+
+void
+xb_rootfs_clamp(struct xb_core *s, bool on)
+{
+        for (struct xb_rootfs_job *j = s->rootfs_jobs; j; j = j->next)
+                xb_store_limit(s->eng->store, j->tmp, on ? 1 : XB_STORE_NO_LIMIT);
 }
 
 static void
@@ -169,7 +250,16 @@ job_end(struct xb_rootfs_job *j, struct xb_err *err)
 {
         struct xb_store *st = j->core->eng->store;
 
-        unlink(j->log);
+        for (struct xb_rootfs_job **pp = (struct xb_rootfs_job **)&j->core->rootfs_jobs; *pp; pp = &(*pp)->next)
+                if (*pp == j) {
+                        *pp = j->next;
+                        break;
+                }
+
+        if (j->out_io.active)
+                xb_io_stop(&j->out_io);
+        if (j->outfd >= 0)
+                close(j->outfd);
         if (!err->ecode && !err->code && xb_store_snapshot(st, j->tmp, "layers", j->layer, true, 0, err) == 0)
                 j->core->m.layers_created++;
         xb_store_delete(st, "sbx", j->tmp, NULL);
@@ -189,10 +279,17 @@ on_exit_cb(struct xb_io *io, uint32_t events)
                 return;
         xb_io_stop(&j->io);
         close(j->pidfd);
+        /* What it wrote last is in the pipe still (a child of its own that
+         * keeps the pipe open is not waited for). */
+        if (j->out_io.active && !read_output(j, 64))
+                xb_io_stop(&j->out_io);
         if (si.si_code != CLD_EXITED || si.si_status != 0) {
-                char tail[1500];
+                /* Its last lines: what fits in a message with a caller's prefix. */
+                const char *tail = j->tail + (j->ntail > 320 ? j->ntail - 320 : 0), *nl;
 
-                tail_of(j->log, tail, sizeof(tail));
+                if (tail > j->tail && (nl = strchr(tail, '\n')) && nl[1])
+                        tail = nl + 1;
+
                 xb_err_code(&err, XB_E_TEMPLATE_BUILD_FAILED, EIO, NULL, "%s %d; the end of its output:\n%s",
                             si.si_code == CLD_EXITED ? "it exited with" : "it was killed by signal", si.si_status,
                             tail);
@@ -203,13 +300,13 @@ on_exit_cb(struct xb_io *io, uint32_t events)
 }
 
 int
-xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int in_fd, xb_rootfs_done done, void *data,
-                 struct xb_err *err)
+xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int in_fd, xb_rootfs_done done,
+                 xb_rootfs_output out, void *data, struct xb_err *err)
 {
         struct xb_rootfs_job *j;
         posix_spawn_file_actions_t fa;
         char dir[4300], envv[4400], *envp[3];
-        int r;
+        int r, pfd[2];
 
         if (!s->eng->store)
                 return xb_err_code(err, XB_E_LAYERS_UNSUPPORTED, EOPNOTSUPP, NULL, "no layer store");
@@ -217,7 +314,9 @@ xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int i
                 return xb_err_set(err, ENOMEM, "import");
         j->core = s;
         j->done = done;
+        j->out = out;
         j->data = data;
+        j->outfd = -1;
         snprintf(j->layer, sizeof(j->layer), "%s", layer);
         memcpy(j->tmp, "i-", 2);
         xb_random_id(j->tmp + 2, sizeof(j->tmp) - 2);
@@ -226,7 +325,15 @@ xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int i
                 return r;
         }
         snprintf(dir, sizeof(dir), "%s/sbx/%s/up/root", s->eng->store->path, j->tmp);
-        snprintf(j->log, sizeof(j->log), "%s/sbx/%s/import.log", s->eng->store->path, j->tmp);
+        /* Its output comes to the daemon as it is written (a pipe, read on the loop). */
+        if (pipe2(pfd, O_CLOEXEC) < 0) {
+                r = errno;
+                xb_store_delete(s->eng->store, "sbx", j->tmp, NULL);
+                free(j);
+                return xb_err_set(err, r, "make a pipe");
+        }
+        j->outfd = pfd[0];
+        fcntl(pfd[0], F_SETFL, O_NONBLOCK);
         snprintf(envv, sizeof(envv), "XB_ROOTFS=%s", dir);
         envp[0] = envv;
         envp[1] = (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin";
@@ -236,11 +343,15 @@ xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int i
                 posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
         else
                 posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
         r = posix_spawn(&j->pid, argv[0], &fa, NULL, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
+        close(pfd[1]);
+        if (!r && xb_io_start(s->loop, &j->out_io, j->outfd, EPOLLIN, on_output, j) < 0)
+                xb_warn("rootfs import: cannot watch its output; it is not streamed");
         if (r) {
+                close(j->outfd);
                 xb_store_delete(s->eng->store, "sbx", j->tmp, NULL);
                 free(j);
                 return xb_err_set(err, r, "run %s", argv[0]);
@@ -249,10 +360,17 @@ xb_rootfs_import(struct xb_core *s, const char *layer, char *const argv[], int i
         if (j->pidfd < 0 || xb_io_start(s->loop, &j->io, j->pidfd, EPOLLIN, on_exit_cb, j) < 0) {
                 kill(j->pid, SIGKILL);
                 waitpid(j->pid, NULL, 0);
+                if (j->out_io.active)
+                        xb_io_stop(&j->out_io);
+                close(j->outfd);
                 xb_store_delete(s->eng->store, "sbx", j->tmp, NULL);
                 free(j);
                 return xb_err_set(err, EIO, "watch %s", argv[0]);
         }
+        j->next = s->rootfs_jobs;
+        s->rootfs_jobs = j;
+        if (s->disk_tight)
+                xb_store_limit(s->eng->store, j->tmp, 1);
         return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -44,7 +45,7 @@ struct xb_pkgfill {
         char tmp[4096];
         int fd;
         gnutls_hash_hd_t h;
-        uint64_t len;
+        uint64_t len, checked;        /* checked: len at the last free-space check */
         bool bad;
 };
 
@@ -371,6 +372,19 @@ xb_pkgfill_write(struct xb_pkgfill *f, const void *p, size_t n)
         if (f->len + n > f->pc->st.max) {   /* it could never be kept */
                 f->bad = true;
                 return -EFBIG;
+        }
+        /* The cache never takes the state directory's last free space
+         * (its records and token, and sandboxes' layers, need it): below
+         * XB_PKGCACHE_FREE_MIN the fill is dropped (the sandbox still gets
+         * its bytes). Checked every MiB. */
+        if (f->len + n - f->checked >= (1u << 20) || !f->checked) {
+                struct statvfs sv;
+
+                f->checked = f->len + n;
+                if (fstatvfs(f->fd, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < XB_PKGCACHE_FREE_MIN + n) {
+                        f->bad = true;
+                        return -ENOSPC;
+                }
         }
         gt.hash(f->h, p, n);
         f->len += n;

@@ -45,6 +45,10 @@ void xb_pkgcache_served(struct xb_pkgcache *pc, uint64_t bytes);
 
 /* A fill of url; NULL when a temporary file cannot be made. */
 struct xb_pkgfill *xb_pkgfill_begin(struct xb_pkgcache *pc, const char *url);
+/* -ENOSPC (and the fill is bad) when its filesystem would have less than
+ * XB_PKGCACHE_FREE_MIN free: the state directory's reserve and guard
+ * (core/core.h), which a sandbox's downloads must not eat either. */
+#define XB_PKGCACHE_FREE_MIN (((uint64_t)256 + 32) << 20)
 int xb_pkgfill_write(struct xb_pkgfill *f, const void *p, size_t n);
 /* Store what was written, if it is `expect` bytes (UINT64_MAX: any), and
  * free f; -errno when it was not stored. */

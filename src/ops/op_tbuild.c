@@ -23,42 +23,16 @@
 #include "core/rootfs.h"
 #include "core/templates.h"
 #include "ops/jsonv.h"
+#include "ops/op_tbuild_int.h"
 #include "ops/op_tmpl.h"
 #include "ops/ops.h"
 #include "proc/env.h"
 
 #define STEPS_MAX 256
 #define STEP_TIMEOUT_DEFAULT_S 600
-#define TAIL_MAX 2048
 
-enum step_kind { STEP_APT, STEP_FILE, STEP_RUN, STEP_ROOTFS };
-static const char *const kind_names[] = { "apt", "file", "run", "rootfs" };
-
-struct step {
-        enum step_kind kind;
-        char *arg;      /* apt: the packages; file: the path; run: the command */
-        char *content;  /* file */
-};
-
-enum bstate { B_BUILDING, B_FAILED };
-
-struct build {
-        struct build *next;
-        struct xb_core *core;
-        int tenant;
-        char name[XB_TEMPLATE_NAME_MAX + 1];
-        enum bstate state;
-        struct xb_call *client;       /* NULL once it left */
-        json_t *spec;                 /* the request (a copy) */
-        struct step *steps;
-        size_t nsteps, cur;           /* cur: the running step (0-based) */
-        char sbx[XB_SANDBOX_ID_LEN + 1];
-        char from[XB_TEMPLATE_NAME_MAX + 1];   /* the template the build sandbox starts from */
-        char tail[TAIL_MAX + 1];      /* the end of the current step's output */
-        size_t ntail;
-        json_t *error;                /* {code, message} once failed */
-        uint64_t t0_ms;
-};
+const char *const xb_tb_kind_names[] = { "apt", "file", "run", "rootfs" };
+#define kind_names xb_tb_kind_names
 
 static struct build **
 builds_head(struct xb_core *s)
@@ -152,16 +126,9 @@ struct sub {
         then_fn then;
 };
 
-static void
-sub_event(void *ctx, const char *name, json_t *data)
+void
+xb_tb_log(struct build *b, const char *stream, const char *d, size_t n)
 {
-        struct sub *u = ctx;
-        struct build *b = u->b;
-        const char *d = json_string_value(json_object_get(data, "data"));
-        size_t n = d ? json_string_length(json_object_get(data, "data")) : 0;
-
-        if (!name || !d || (strcmp(name, "stdout") && strcmp(name, "stderr")))
-                return;
         if (n >= TAIL_MAX) {
                 memcpy(b->tail, d + n - TAIL_MAX, TAIL_MAX);
                 b->ntail = TAIL_MAX;
@@ -175,11 +142,23 @@ sub_event(void *ctx, const char *name, json_t *data)
         }
         b->tail[b->ntail] = 0;
         if (b->client && xb_call_wants_events(b->client)) {
-                json_t *ev = json_pack("{s:I,s:s,s:s%}", "step", (json_int_t)b->cur + 1, "stream", name, "data", d, n);
+                json_t *ev = json_pack("{s:I,s:s,s:s%}", "step", (json_int_t)b->cur + 1, "stream", stream, "data", d, n);
 
                 xb_call_event(b->client, "log", ev);
                 json_decref(ev);
         }
+}
+
+static void
+sub_event(void *ctx, const char *name, json_t *data)
+{
+        struct sub *u = ctx;
+        const char *d = json_string_value(json_object_get(data, "data"));
+        size_t n = d ? json_string_length(json_object_get(data, "data")) : 0;
+
+        if (!name || !d || (strcmp(name, "stdout") && strcmp(name, "stderr")))
+                return;
+        xb_tb_log(u->b, name, d, n);
 }
 
 static void
@@ -241,11 +220,8 @@ client_left(void *owner)
         b->client = NULL;
 }
 
-static void finish_fail(struct build *b, enum xb_ecode code, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static void
-finish_fail(struct build *b, enum xb_ecode code, const char *fmt, ...)
+void
+xb_tb_fail(struct build *b, enum xb_ecode code, const char *fmt, ...)
 {
         struct xb_err err = { .ecode = code, .code = EIO };
         va_list ap;
@@ -284,12 +260,12 @@ step_done(struct build *b, json_t *res, const struct xb_err *err)
         json_int_t code = json_integer_value(json_object_get(res, "exit_code"));
 
         if (err) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (%s) failed: %s", b->cur + 1, b->nsteps,
+                xb_tb_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (%s) failed: %s", b->cur + 1, b->nsteps,
                             label ? label : "", err->msg);
                 return;
         }
         if ((!status || strcmp(status, "ok") || code != 0)) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED,
+                xb_tb_fail(b, XB_E_TEMPLATE_BUILD_FAILED,
                             "step %zu of %zu (%s) failed: %s %lld; the end of its output:\n%s", b->cur + 1, b->nsteps,
                             label ? label : "", status && strcmp(status, "exit_nonzero") ? status : "exit code",
                             (long long)code, b->ntail ? b->tail : "(none)");
@@ -326,71 +302,6 @@ env_of(struct build *b)
 }
 
 static void snapshot_done(struct build *b, json_t *res, const struct xb_err *err);
-static void create_sandbox(struct build *b);
-
-/* The layer of a clean Debian root: one per suite (and mirror), shared by
- * every build from it, as the template debian-SUITE. */
-static void
-rootfs_made(void *data, const char *layer, const struct xb_err *err)
-{
-        struct build *b = data;
-        struct xb_template *t;
-        struct xb_err e2 = { 0 };
-        char *layers[] = { (char *)layer, NULL };
-
-        if (!layer) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (rootfs: mmdebstrap %s) failed: %s",
-                            b->cur + 1, b->nsteps, b->steps[b->cur].arg, err->msg);
-                return;
-        }
-        if (!xb_template_find(b->core, b->from, b->tenant) &&
-            xb_template_create(b->core, b->from, b->tenant, layers, true, &t, &e2) < 0) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step %zu of %zu (rootfs) failed: %s", b->cur + 1, b->nsteps,
-                            e2.msg);
-                return;
-        }
-        b->cur++;
-        create_sandbox(b);
-}
-
-static void
-rootfs_step(struct build *b)
-{
-        const char *suite = b->steps[b->cur].arg;
-        char mirror[512] = "", layer[128];
-        struct xb_err err = { 0 };
-        unsigned long long h = 1469598103934665603ULL;
-
-        if (!xb_host_debian_mirror(mirror, sizeof(mirror))) {
-                finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED,
-                            "step 1 of %zu (rootfs) failed: the host has no Debian "
-                            "mirror in /etc/apt to build from",
-                            b->nsteps);
-                return;
-        }
-        for (const char *c = mirror; *c; c++)
-                h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        snprintf(layer, sizeof(layer), "debian-%s-minbase-%08llx", suite, h & 0xffffffffULL);
-        if (xb_rootfs_layer_exists(b->core, layer)) {
-                rootfs_made(b, layer, NULL);
-                return;
-        }
-        {
-                /* unshare mode: its maintainer scripts run in a user namespace of their own. */
-                char *argv[] = { (char *)"/bin/sh",
-                                 (char *)"-c",
-                                 (char *)"exec mmdebstrap --variant=minbase --mode=unshare --skip=output/dev "
-                                         "--customize-hook='chroot \"$1\" useradd -m -u 1000 -U -s /bin/bash user' "
-                                         "\"$0\" \"$XB_ROOTFS\" \"$1\"",
-                                 (char *)suite,
-                                 mirror,
-                                 NULL };
-
-                if (xb_rootfs_import(b->core, layer, argv, -1, rootfs_made, b, &err) < 0)
-                        finish_fail(b, XB_E_TEMPLATE_BUILD_FAILED, "step 1 of %zu (rootfs) failed: %s", b->nsteps,
-                                    err.msg);
-        }
-}
 
 static void
 next_step(struct build *b)
@@ -416,7 +327,7 @@ next_step(struct build *b)
                 json_decref(ev);
         }
         if (st->kind == STEP_ROOTFS) {
-                rootfs_step(b);
+                xb_tb_rootfs_step(b);
                 return;
         }
         if (st->kind == STEP_FILE) {
@@ -448,7 +359,7 @@ created(struct build *b, json_t *res, const struct xb_err *err)
         const char *id = json_string_value(json_object_get(res, "id"));
 
         if (err || !id) {
-                finish_fail(b, err && err->ecode ? err->ecode : XB_E_SANDBOX_FAILED,
+                xb_tb_fail(b, err && err->ecode ? err->ecode : XB_E_SANDBOX_FAILED,
                             "the build sandbox could not be created: %s", err ? err->msg : "no id");
                 return;
         }
@@ -468,7 +379,7 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
 
         (void)res;
         if (err || !(t = xb_template_find(s, b->name, b->tenant))) {
-                finish_fail(b, err && err->ecode ? err->ecode : XB_E_INTERNAL, "the build's snapshot failed: %s",
+                xb_tb_fail(b, err && err->ecode ? err->ecode : XB_E_INTERNAL, "the build's snapshot failed: %s",
                             err ? err->msg : "no template");
                 return;
         }
@@ -511,8 +422,8 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
         build_free(b);
 }
 
-static void
-create_sandbox(struct build *b)
+void
+xb_tb_create_sandbox(struct build *b)
 {
         json_t *spec = b->spec, *cargs;
         bool apt = false;
@@ -663,6 +574,7 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         struct build *b, *old = NULL;
         const char *rootfs_suite = NULL;
         char from_name[XB_TEMPLATE_NAME_MAX + 1] = "";
+        int r;
 
         if (!spec) {
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
@@ -695,28 +607,13 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                               "building templates needs the disk layer store (serve --layers disk)");
                 return;
         }
-        if (from && !strncmp(from, "debian:", 7)) {
-                const char *suite = from + 7;
-                struct xb_template *dt;
-                char dname[XB_TEMPLATE_NAME_MAX + 1];
-
-                if (!*suite || strlen(suite) > 32 || strspn(suite, "abcdefghijklmnopqrstuvwxyz") != strlen(suite)) {
-                        xb_err_msg(&err, EINVAL,
-                                   "`from`: a Debian suite is lower-case letters, such as "
-                                   "\"debian:bookworm\"");
+        if ((r = xb_tb_debian_from(s, tenant, from, from_name, &rootfs_suite, c, &err)) < 0) {
+                if (r == -EINVAL)
                         goto invalid;
-                }
-                snprintf(dname, sizeof(dname), "debian-%s", suite);
-                if ((dt = xb_template_find(s, dname, tenant)) && !dt->rootfs) {
-                        xb_call_failf(c, XB_E_TEMPLATE_EXISTS, NULL,
-                                      "`%s` is a template of yours, not a clean "
-                                      "Debian root; rename it to build from %s",
-                                      dname, from);
-                        return;
-                }
-                rootfs_suite = dt ? NULL : suite;
+                return;
+        }
+        if (r > 0) {
                 from = NULL;
-                snprintf(from_name, sizeof(from_name), "%s", dname);
         } else if (from && strcmp(from, "base") && !xb_template_find(s, from, tenant)) {
                 xb_call_failf(c, XB_E_TEMPLATE_NOT_FOUND, NULL, "no template `%.64s` to build from", from);
                 return;
@@ -769,7 +666,7 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         if (b->nsteps && b->steps[0].kind == STEP_ROOTFS)
                 next_step(b);
         else
-                create_sandbox(b);
+                xb_tb_create_sandbox(b);
         return;
 invalid:
         err.ecode = XB_E_INVALID;

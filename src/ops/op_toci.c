@@ -320,7 +320,7 @@ xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c)
         {
                 char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, o->dir, NULL };
 
-                if (xb_rootfs_import(s, o->layer, argv, fd, imported, o, &err) < 0)
+                if (xb_rootfs_import(s, o->layer, argv, fd, imported, NULL, o, &err) < 0)
                         oci_fail(o, XB_E_TEMPLATE_BUILD_FAILED, "importing the OCI archive failed: %s", err.msg);
         }
 }

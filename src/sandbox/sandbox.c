@@ -728,7 +728,26 @@ xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on)
 {
         if (!sb->has_layer || !sb->disk)
                 return -ENOENT;
+        if (sb->disk_clamped)
+                return 0;   /* the clamp holds: no slack either */
         return xb_store_limit(sb->eng->store, sb->id, on ? sb->disk + XB_STORE_SLACK : sb->disk);
+}
+
+int
+xb_sandbox_disk_clamp(struct xb_sandbox *sb, bool on)
+{
+        int r;
+
+        if (!sb->has_layer)
+                return -ENOENT;
+        if (sb->disk_clamped == on)
+                return 0;
+        /* A limit of one byte: every new reservation fails; a deletion does
+         * not need one (btrfs does not enforce qgroups for it). */
+        r = xb_store_limit(sb->eng->store, sb->id, on ? 1 : sb->disk ? sb->disk : XB_STORE_NO_LIMIT);
+        if (r == 0)
+                sb->disk_clamped = on;
+        return r;
 }
 
 int

@@ -110,6 +110,7 @@ struct xb_sandbox {
         int net_sock;                 /* the setup child sends the egress sockets here; -1: none */
         bool has_layer;               /* the store's sbx/<id> is ours: deleted with us */
         uint64_t disk;                /* its layer's limit */
+        bool disk_clamped;            /* xb_sandbox_disk_clamp: no more writes to its layer */
 };
 
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
@@ -154,6 +155,11 @@ int xb_sandbox_destroy(struct xb_sandbox *sb);
  * back (off), for the daemon's own clean-up at the limit; -ENOENT without
  * a disk layer. */
 int xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on);
+/* Stop (on) every new write to the sandbox's layer, whatever its limit
+ * (it gets EDQUOT; reads and deletes go on), or give the limit back (off):
+ * the state directory's filesystem is nearly full (core/diskguard.c).
+ * -ENOENT without a disk layer. */
+int xb_sandbox_disk_clamp(struct xb_sandbox *sb, bool on);
 
 /* A writer in sb's cgroup (writer.c) that copies a pipe into fd, so that
  * what it writes is charged to the sandbox: *ret_wr is the pipe's

@@ -196,6 +196,36 @@ quota_enable(int fd, struct xb_err *err)
         return 0;
 }
 
+/* The store's dirty page cache, bounded: a qgroup reserves a write's space
+ * when it enters the page cache, but the image in the state directory
+ * grows only at writeback, so without a bound a sandbox could have a GiB
+ * on its way to a filesystem with less free, past any check of its free
+ * space (core/diskguard.c). With strict_limit the bound holds whatever
+ * the host's own dirty figures: writers wait for writeback, they do not
+ * fail. Best effort: kernels before 6.2 have no max_bytes. */
+static void
+dirty_bound(int fd)
+{
+        struct btrfs_ioctl_fs_info_args fi = { 0 };
+        const unsigned char *u = fi.fsid;
+        static const char *const knobs[][2] = { { "max_bytes", "67108864" }, { "strict_limit", "1" } };
+
+        if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+                return;
+        for (size_t i = 0; i < ARRAY_SIZE(knobs); i++) {
+                char path[160];
+                _cleanup_close_ int k = -EBADF;
+
+                snprintf(path, sizeof(path),
+                         "/sys/fs/btrfs/%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x/bdi/%s",
+                         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                         u[14], u[15], knobs[i][0]);
+                k = open(path, O_WRONLY | O_CLOEXEC);
+                if (k >= 0 && write(k, knobs[i][1], strlen(knobs[i][1])) < 0)
+                        continue;
+        }
+}
+
 int
 xb_store_open(const char *state_dir, const char *runtime_dir, uint64_t size, struct xb_store **ret,
               struct xb_err *err)
@@ -241,6 +271,8 @@ xb_store_open(const char *state_dir, const char *runtime_dir, uint64_t size, str
                 r = xb_err_set(err, s->path ? errno : ENOMEM, "open the layer store %s", buf);
                 goto fail;
         }
+        if (s->mounted)
+                dirty_bound(s->fd);
         if (fchmod(s->fd, 0700) < 0 || (r = quota_enable(s->fd, err)) < 0) {
                 if (!err->msg[0])
                         xb_err_set(err, errno, "chmod %s", buf);
@@ -272,6 +304,23 @@ xb_store_close(struct xb_store *s)
                 rmdir(s->path);
         free(s->path);
         free(s);
+}
+
+/* The limit of the subvolume of fd, set through root (the store's top):
+ * the ioctl's transaction is then the top's, so a subvolume at or past its
+ * limit can still be given a new one (through itself it gets EDQUOT). */
+static int
+limit_set2(int root, int fd, uint64_t limit)
+{
+        struct btrfs_ioctl_ino_lookup_args il = { .treeid = 0, .objectid = BTRFS_FIRST_FREE_OBJECTID };
+        struct btrfs_ioctl_qgroup_limit_args q = {
+                .lim = { .flags = BTRFS_QGROUP_LIMIT_MAX_RFER, .max_rfer = limit },
+        };
+
+        if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &il) < 0)
+                return -errno;
+        q.qgroupid = il.treeid;
+        return ioctl(root, BTRFS_IOC_QGROUP_LIMIT, &q) < 0 ? -errno : 0;
 }
 
 static int
@@ -386,7 +435,7 @@ xb_store_limit(struct xb_store *s, const char *name, uint64_t limit)
         dir = open_dir(s->fd, "sbx");
         if (dir < 0 || (sub = open_dir(dir, name)) < 0)
                 return -errno;
-        return limit_set(sub, limit);
+        return limit_set2(s->fd, sub, limit);
 }
 
 int

@@ -45,6 +45,7 @@ int xb_store_layer_create(struct xb_store *s, const char *name, uint64_t limit, 
  * layers. The limit is carried over; limit != 0 sets a new one. */
 int xb_store_snapshot(struct xb_store *s, const char *src, const char *dir, const char *dst, bool readonly,
                       uint64_t limit, struct xb_err *err);
+#define XB_STORE_NO_LIMIT UINT64_MAX   /* for xb_store_limit: none (btrfs's "clear") */
 /* Set the disk limit of sbx/<name>; -errno. */
 int xb_store_limit(struct xb_store *s, const char *name, uint64_t limit);
 #define XB_STORE_SLACK ((uint64_t)16 << 20)   /* room for metadata, e.g. to truncate at the limit */

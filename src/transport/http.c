@@ -639,8 +639,12 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 /* MHD_OPTION_URI_LOG_CALLBACK: the raw URI, before MHD splits its query.
  * The request target as sent, before libmicrohttpd decodes it: a proxied
  * request goes on with it unchanged. The request starts here.
- * Too many arguments: cut them off at the '?' (the buffer is MHD's read
- * buffer, writable; MHD looks for the '?' after this call). */
+ * Too many arguments: cut them off (the buffer is MHD's read buffer,
+ * writable). libmicrohttpd 0.9.75 finds the '?' before this call and
+ * parses from the byte after it, one header record each from the
+ * connection's pool: so that byte ends the string too. Past ~4000
+ * arguments the records filled the pool, and the connection was closed
+ * with no reply, or held. */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
@@ -653,7 +657,8 @@ on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         for (const char *p = q; p && *p && n <= MAX_QUERY_ARGS; p++)
                 n += *p == '&';
         if (n > MAX_QUERY_ARGS) {
-                *q = '\0';
+                q[0] = '\0';
+                q[1] = '\0';   /* q[1] was an argument's first byte: n > 1 */
                 return &too_many_args;
         }
         r = calloc(1, sizeof(*r));

@@ -102,10 +102,22 @@ struct xb_req {
         unsigned status;              /* 0 until replied */
 };
 
+/* A large event's JSON, generated as it is sent (sse.c), then the bytes
+ * written after it. */
+struct xb_stream_part {
+        struct xb_stream_part *next;
+        struct xb_jgen *gen;          /* NULL once written */
+        size_t left;                  /* an estimate of its bytes still to come */
+        struct xb_buf after;
+};
+
 struct xb_stream {
         struct xb_req *req;
         struct xb_buf pending;
         size_t off;                   /* sent part of pending */
+        struct xb_stream_part *parts, *last;   /* queued after pending, in order */
+        size_t queued;                /* bytes in the parts' after buffers */
+        size_t deferred;              /* the parts' estimated JSON bytes still to come */
         bool ended, waiting, failed;
         size_t drain_low;             /* xb_stream_on_drain */
         void (*drain_fn)(void *arg);

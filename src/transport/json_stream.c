@@ -305,6 +305,12 @@ string_bytes(json_t *v, size_t stop, unsigned depth)
         return n + 8;
 }
 
+size_t
+xb_json_string_bytes(json_t *v, size_t stop)
+{
+        return string_bytes(v, stop, 0);
+}
+
 struct MHD_Response *
 http_json_response(json_t *body, size_t *ret_size)
 {

@@ -12,3 +12,6 @@ struct xb_jgen *xb_jgen_new(json_t *body);
  * out of memory. */
 ssize_t xb_jgen_read(struct xb_jgen *g, char *out, size_t max);
 void xb_jgen_free(struct xb_jgen *g);
+/* About the bytes of v's strings and keys, counted until stop: cheap, to
+ * choose between json_dumps and a generator. */
+size_t xb_json_string_bytes(json_t *v, size_t stop);

@@ -4,7 +4,9 @@
  * (suspended) until the next write. A writer that can wait asks to be
  * told when the backlog drains (xb_stream_on_drain) and stops producing
  * meanwhile; a client that falls too far behind a writer that cannot is
- * dropped rather than buffered without end. */
+ * dropped rather than buffered without end. A large event's JSON is
+ * generated as it is sent (a part queued behind pending), not serialised
+ * whole with json_dumps. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -13,8 +15,90 @@
 #include <sys/socket.h>
 
 #include "transport/http_int.h"
+#include "transport/json_stream.h"
 
 #define STREAM_BACKLOG_MAX (8u << 20)
+/* The JSON of large events waiting behind others: past this, a second
+ * one finds a client too far behind (the first is always taken). */
+#define STREAM_DEFER_MAX ((size_t)64 << 20)
+
+/* Where the next bytes go: after the last queued part, or pending. */
+static struct xb_buf *
+tail_buf(struct xb_stream *s)
+{
+        return s->last ? &s->last->after : &s->pending;
+}
+
+static void
+part_free(struct xb_stream_part *p)
+{
+        xb_jgen_free(p->gen);
+        xb_buf_free(&p->after);
+        free(p);
+}
+
+/* Fill buf (max bytes) from pending, then from the queued parts in order:
+ * a part's JSON as it is generated, then what was written after it. */
+static size_t
+stream_fill(struct xb_stream *s, char *buf, size_t max)
+{
+        size_t o = 0;
+
+        while (o < max && !s->failed) {
+                size_t n = s->pending.len - s->off;
+                struct xb_stream_part *p = s->parts;
+
+                if (n) {
+                        if (n > max - o)
+                                n = max - o;
+                        memcpy(buf + o, s->pending.data + s->off, n);
+                        s->off += n;
+                        o += n;
+                        if (s->off == s->pending.len) {
+                                xb_buf_reset(&s->pending);
+                                s->off = 0;
+                        }
+                        continue;
+                }
+                if (!p)
+                        break;
+                if (p->gen) {
+                        ssize_t g;
+
+                        if (max - o < 6)
+                                break;   /* the generator's least: the next call */
+                        g = xb_jgen_read(p->gen, buf + o, max - o);
+                        if (g < 0) {
+                                s->failed = true;
+                                break;
+                        }
+                        if (g > 0) {
+                                size_t d = (size_t)g < p->left ? (size_t)g : p->left;
+
+                                p->left -= d;
+                                s->deferred -= d;
+                                o += (size_t)g;
+                                continue;
+                        }
+                        s->deferred -= p->left;
+                        p->left = 0;
+                        xb_jgen_free(p->gen);
+                        p->gen = NULL;
+                }
+                /* The part is sent: what followed it becomes pending. */
+                xb_buf_free(&s->pending);
+                s->pending = p->after;
+                p->after = (struct xb_buf){ 0 };
+                s->pending.max = STREAM_BACKLOG_MAX;
+                s->queued -= s->pending.len;
+                s->off = 0;
+                s->parts = p->next;
+                if (s->last == p)
+                        s->last = NULL;
+                free(p);
+        }
+        return o;
+}
 
 static ssize_t
 stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -23,6 +107,19 @@ stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         size_t n;
 
         (void)pos;
+        if (!s->failed) {
+                n = stream_fill(s, buf, max);
+                if (n && s->pending.len && s->off >= s->pending.len - s->off) {
+                        /* Sent more than is left: move the rest to the front, so
+                         * that a backlog kept short by backpressure never reaches
+                         * the buffer's cap by its sent part alone. */
+                        memmove(s->pending.data, s->pending.data + s->off, s->pending.len - s->off + 1);
+                        s->pending.len -= s->off;
+                        s->off = 0;
+                }
+        } else {
+                n = 0;
+        }
         if (s->failed) {
                 /* As in fd_reader (reply.c): an error return alone leaves the client waiting. */
                 const union MHD_ConnectionInfo *ci =
@@ -34,26 +131,10 @@ stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
                         http_mark_run(s->req->http);
                 return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        n = s->pending.len - s->off;
         if (n) {
-                if (n > max)
-                        n = max;
-                memcpy(buf, s->pending.data + s->off, n);
-                s->off += n;
                 if (s->req)
                         s->req->bytes += n;
-                if (s->off == s->pending.len) {
-                        xb_buf_reset(&s->pending);
-                        s->off = 0;
-                } else if (s->off >= s->pending.len - s->off) {
-                        /* Sent more than is left: move the rest to the front, so
-                         * that a backlog kept short by backpressure never reaches
-                         * the buffer's cap by its sent part alone. */
-                        memmove(s->pending.data, s->pending.data + s->off, s->pending.len - s->off + 1);
-                        s->pending.len -= s->off;
-                        s->off = 0;
-                }
-                if (s->drain_fn && s->pending.len - s->off <= s->drain_low) {
+                if (s->drain_fn && xb_stream_backlog(s) <= s->drain_low) {
                         void (*fn)(void *) = s->drain_fn;
 
                         s->drain_fn = NULL;
@@ -81,6 +162,12 @@ stream_free(void *cls)
 
         if (s->req)
                 s->req->stream = NULL;
+        while (s->parts) {
+                struct xb_stream_part *p = s->parts;
+
+                s->parts = p->next;
+                part_free(p);
+        }
         xb_buf_free(&s->pending);
         free(s);
 }
@@ -128,33 +215,18 @@ xb_reply_stream(struct xb_req *r, unsigned status, const char *ctype, xb_gone_cb
         return s;
 }
 
-int
-xb_stream_write(struct xb_stream *s, const void *p, size_t n)
+/* The bytes just added to b (which had len0) count; past the backlog's
+ * cap the client is given up rather than buffered for. */
+static int
+wrote(struct xb_stream *s, struct xb_buf *b, size_t len0, int r)
 {
-        if (!s || s->failed || s->ended)
-                return -EPIPE;
-        if (xb_buf_append(&s->pending, p, n) < 0) {
-                /* The client is not reading: give up on it rather than grow. */
-                s->failed = true;
-                stream_wake(s);
-                return -ENOBUFS;
+        if (r >= 0 && b != &s->pending) {
+                s->queued += b->len - len0;
+                if (s->queued + s->pending.len - s->off > STREAM_BACKLOG_MAX)
+                        r = -ENOBUFS;
         }
-        stream_wake(s);
-        return 0;
-}
-
-int
-xb_stream_printf(struct xb_stream *s, const char *fmt, ...)
-{
-        va_list ap;
-        int r;
-
-        if (!s || s->failed || s->ended)
-                return -EPIPE;
-        va_start(ap, fmt);
-        r = xb_buf_vprintf(&s->pending, fmt, ap);
-        va_end(ap);
         if (r < 0) {
+                /* The client is not reading: give up on it rather than grow. */
                 s->failed = true;
                 r = -ENOBUFS;
         }
@@ -163,11 +235,88 @@ xb_stream_printf(struct xb_stream *s, const char *fmt, ...)
 }
 
 int
+xb_stream_write(struct xb_stream *s, const void *p, size_t n)
+{
+        struct xb_buf *b;
+        size_t len0;
+
+        if (!s || s->failed || s->ended)
+                return -EPIPE;
+        b = tail_buf(s);
+        len0 = b->len;
+        return wrote(s, b, len0, xb_buf_append(b, p, n));
+}
+
+int
+xb_stream_printf(struct xb_stream *s, const char *fmt, ...)
+{
+        struct xb_buf *b;
+        size_t len0;
+        va_list ap;
+        int r;
+
+        if (!s || s->failed || s->ended)
+                return -EPIPE;
+        b = tail_buf(s);
+        len0 = b->len;
+        va_start(ap, fmt);
+        r = xb_buf_vprintf(b, fmt, ap);
+        va_end(ap);
+        return wrote(s, b, len0, r);
+}
+
+/* A large event: its JSON is generated as it is sent (json_stream.c, the
+ * bytes json_dumps would make), so it is never serialised whole, in memory
+ * or in one long turn of the loop. */
+static int
+event_streamed(struct xb_stream *s, const char *name, json_t *data, size_t est)
+{
+        struct xb_stream_part *p;
+        int r;
+
+        if (s->deferred && s->deferred + est > STREAM_DEFER_MAX) {
+                json_decref(data);
+                s->failed = true;
+                stream_wake(s);
+                return -ENOBUFS;
+        }
+        if ((r = xb_stream_printf(s, "event: %s\ndata: ", name)) < 0) {
+                json_decref(data);
+                return r;
+        }
+        if (!(p = calloc(1, sizeof(*p))) || !(p->gen = xb_jgen_new(data))) {
+                if (!p)
+                        json_decref(data);
+                free(p);
+                s->failed = true;
+                stream_wake(s);
+                return -ENOMEM;
+        }
+        p->left = est;
+        p->after.max = STREAM_BACKLOG_MAX;
+        s->deferred += est;
+        if (s->last)
+                s->last->next = p;
+        else
+                s->parts = p;
+        s->last = p;
+        return xb_stream_write(s, "\n\n", 2);
+}
+
+int
 xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
 {
+        size_t est;
         char *j;
         int r;
 
+        if (!s || s->failed || s->ended) {
+                json_decref(data);
+                return -EPIPE;
+        }
+        est = xb_json_string_bytes(data, STREAM_DEFER_MAX + 1);
+        if (est >= XB_JSON_STREAM_MIN)
+                return event_streamed(s, name, data, est);
         j = json_dumps(data, JSON_COMPACT);
         json_decref(data);
         if (!j)
@@ -180,7 +329,7 @@ xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
 size_t
 xb_stream_backlog(const struct xb_stream *s)
 {
-        return s ? s->pending.len - s->off : 0;
+        return s ? s->pending.len - s->off + s->queued + s->deferred : 0;
 }
 
 void

@@ -113,3 +113,46 @@ def test_host_limits_are_raised_not_lowered(server_factory):
         assert int(f.read()) >= 128 + 2 * 50 * 128
     with open("/proc/sys/kernel/pty/max") as f:
         assert int(f.read()) >= 1024 + 50 * 64
+
+
+RAISE = r"""
+for f in /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches; do
+  echo 1000000 > $f 2>/dev/null && echo "RAISED $f"; echo "NOW $f $(cat $f)"
+done
+ulimit -Hi unlimited 2>/dev/null && echo RAISED-sigpending-hard; echo "SIGPENDING $(ulimit -Hi)"
+mkdir -p /tmp/pts2 && mount -t devpts -o newinstance,max=100000 devpts /tmp/pts2 2>/dev/null && echo MOUNTED-devpts
+grep -q ' /tmp/pts2 ' /proc/mounts && echo MOUNTED-devpts
+grep '^CapEff' /proc/self/status
+echo TRIED
+"""
+
+
+def test_root_inside_cannot_raise_its_own_caps(server_factory):
+    """Root inside (uid 0 of the sandbox's user namespace) tries to lift the
+    caps: its namespace's inotify limits, its hard RLIMIT_SIGPENDING, a
+    devpts instance of its own with a larger max=. Each is refused, and a
+    root hog still stops at the caps."""
+    srv = server_factory("--max-sandboxes", "50", pool=0)
+    a = srv.create(user="root")["id"]
+    before = srv.exec(a, cmd="ulimit -Hi", user="root")["stdout"].strip()
+    r = srv.exec(a, cmd=RAISE, user="root")
+    out = r["stdout"]
+    assert "TRIED" in out, r                                          # the attack ran
+    assert srv.exec(a, cmd="id -u", user="root")["stdout"] == "0\n"
+    assert "RAISED" not in out and "MOUNTED" not in out, out
+    assert "NOW /proc/sys/user/max_inotify_instances 128" in out, out
+    assert f"SIGPENDING {before}" in out, out
+    cap_eff = int(out.split("CapEff:")[1].split()[0], 16)
+    assert not cap_eff & (1 << 24), hex(cap_eff)                      # no CAP_SYS_RESOURCE
+    # As root, the hogs stop where the user's do.
+    for kind, cap in (("inotify", 128), ("ptys", 64)):
+        base = f"/v1/sandboxes/{a}/processes"
+        p = expect(srv.post(base, {"argv": ["python3", "-c", HOG[kind]], "user": "root"}), 201).json()["pid"]
+        deadline, text = time.monotonic() + 60, ""
+        while "TOOK" not in text and time.monotonic() < deadline:
+            o = expect(srv.get(f"{base}/{p}/output?wait_s=5"), 200).json()
+            text = o["stdout"] + o["stderr"]
+        assert int(text.split("TOOK", 1)[1].split()[0]) == cap, (kind, text)
+        expect(srv.post(f"{base}/{p}/signal", {"signal": "KILL"}), 200)
+    assert host_root_gets("inotify") and host_root_gets("ptys")
+    srv.remove(a)

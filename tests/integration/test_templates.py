@@ -46,6 +46,20 @@ def sse_events(resp):
     return out
 
 
+def timed_sse_events(resp):
+    """(arrival time, event, data) of a text/event-stream reply, as read."""
+    out, name, data = [], None, []
+    for line in resp.iter_lines(decode_unicode=True):
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif line == "" and name:
+            out.append((time.monotonic(), name, json.loads("\n".join(data)) if data else None))
+            name, data = None, []
+    return out
+
+
 def drop(srv, name):
     """Delete a template once its sandboxes' ends are through (a sandbox's
     delete answers before its reference goes)."""
@@ -189,11 +203,23 @@ def test_start_command_that_never_gets_ready_fails_create(srv):
 def test_from_debian_suite_has_no_host_files(srv):
     assert os.path.exists("/usr/bin/python3")   # the host has it; a clean minbase does not
     t0 = time.monotonic()
-    r = build(srv, {"name": "xb-deb", "from": "debian:bookworm", "apt": ["hello"], "run": ["echo deb-step > /etc/xb-step"],
-                    "env": {"XB_D": "1"}}, timeout=900)
+    # Streamed: mmdebstrap's own output arrives as log events of step 1 while it runs.
+    r = srv.post("/v1/templates", {"name": "xb-deb", "from": "debian:bookworm", "apt": ["hello"],
+                                   "run": ["echo deb-step > /etc/xb-step"], "env": {"XB_D": "1"}},
+                 timeout=900, headers={"Accept": "text/event-stream"}, stream=True)
+    expect(r, 200)
+    evs = timed_sse_events(r)
     first = time.monotonic() - t0
-    expect(r, 201)
-    t = r.json()
+    assert evs[-1][1] == "result", evs[-1]
+    t = evs[-1][2]
+    steps = [d for _, n, d in evs if n == "step"]
+    assert steps[0]["kind"] == "rootfs" and steps[0]["step"] == 1, steps
+    deb_logs = [(at, d) for at, n, d in evs if n == "log" and d["step"] == 1]
+    assert deb_logs and any("mmdebstrap" in d["data"] or d["data"].startswith("I: ") for _, d in deb_logs), evs[:8]
+    # They came while it ran, long before the end: the first one before the apt step began.
+    apt_at = next(at for at, n, d in evs if n == "step" and d["kind"] == "apt")
+    assert deb_logs[0][0] < apt_at - 1.0, (deb_logs[0][0], apt_at)
+    assert sum(len(d["data"]) for _, d in deb_logs) < (4 << 20) + 4096
     assert t["rootfs"] is True and len(t["layers"]) == 2, t
     # The clean root is a template of its own, which a second build reuses.
     deb = srv.get("/v1/templates/debian-bookworm").json()
@@ -220,6 +246,31 @@ def test_from_debian_suite_has_no_host_files(srv):
         srv.remove(x)
     for n in ("xb-deb-snap", "xb-deb", "xb-deb2", "debian-bookworm"):
         drop(srv, n)
+
+
+@pytest.mark.skipif(not shutil.which("mmdebstrap"), reason="mmdebstrap is not installed (scripts/deps.sh)")
+def test_from_debian_failure_streams_mmdebstraps_output_and_quotes_its_end(srv):
+    """A suite the mirror lacks: mmdebstrap fails; its output arrived as log
+    events before the error event, and the error quotes the end of it."""
+    r = srv.post("/v1/templates", {"name": "xb-nodeb", "from": "debian:xbnosuchsuite"}, timeout=600,
+                 headers={"Accept": "text/event-stream"}, stream=True)
+    expect(r, 200)
+    evs = timed_sse_events(r)
+    names = [n for _, n, _ in evs]
+    assert names[-1] == "error", names
+    err = evs[-1][2]
+    assert err["code"] == "template_build_failed" and "mmdebstrap xbnosuchsuite" in err["message"], err
+    logs = [d for _, n, d in evs if n == "log"]
+    assert logs and names.index("log") < len(names) - 1 and all(d["step"] == 1 for d in logs), names
+    text = "".join(d["data"] for d in logs)
+    assert "xbnosuchsuite" in text, text[-2000:]
+    # The message's quoted end is the end of what was streamed.
+    quoted = err["message"].split("the end of its output:\n", 1)[1]
+    assert quoted.strip() and text.rstrip().endswith(quoted.strip()[-200:]), (quoted[-300:], text[-300:])
+    got = srv.get("/v1/templates/xb-nodeb").json()
+    assert got["state"] == "failed" and got["progress"]["kind"] == "rootfs" and got["progress"]["log_tail"], got
+    assert srv.get("/v1/sandboxes").json()["sandboxes"] == []
+    expect(srv.delete("/v1/templates/xb-nodeb"), 204)
 
 
 # ---- imported from an OCI image archive ----
