@@ -88,6 +88,7 @@ struct xb_core_opts {
         uint32_t mount_uid, mount_gid;
         uint64_t paused_ttl_ms;       /* --paused-ttl: default and ceiling of paused_ttl_s; 0: the built-in */
         uint64_t max_lifetime_ms;     /* --max-lifetime: default and ceiling of max_lifetime_s; 0: the built-in */
+        uint64_t install_cache_size;  /* --install-cache-size: the install cache's bound; 0: none */
 };
 
 /* What is remembered of an ended sandbox (tombs.c). */
@@ -135,6 +136,8 @@ struct xb_core {
         struct xb_secret **secrets;   /* secrets.c: every tenant's, in memory only */
         size_t nsecrets;
         struct xb_approvals *approvals;   /* approvals.c: what waits for a human */
+        struct xb_instcache *inst;    /* instcache.h: captured apt installs; NULL: none */
+        void *installs;               /* installs running (ops/op_install.c) */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -448,6 +451,8 @@ struct xb_proc_spec {
         const char *stdin_data;       /* written, then stdin is closed unless keep_stdin */
         size_t stdin_len;
         bool keep_stdin;              /* background processes: stdin stays open */
+        int stdin_fd;                 /* > 0: the read end of a pipe the daemon fills (the install
+                                       * cache's stream): stdin; the caller keeps and closes it */
         bool tty;                     /* a pty of the sandbox's devpts for 0-2 (stdout holds its output) */
         uint16_t rows, cols;          /* its size */
         const char *tag;              /* the client's name for it, or NULL (listed, xb_proc_find_tag) */
