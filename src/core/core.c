@@ -8,7 +8,6 @@
 
 #include "base/log.h"
 #include "core/audit.h"
-#include "core/instcache.h"
 #include "proto/wire.h"
 #include "net/tls.h"
 #include "sandbox/etcview.h"

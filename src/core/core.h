@@ -147,6 +147,9 @@ int xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_c
  * collection (templates.c; templates.h has the rest). */
 int xb_templates_open(struct xb_core *s, struct xb_err *err);
 void xb_templates_close(struct xb_core *s);
+/* The install cache (instcache.c; instcache.h has the rest). */
+int xb_inst_open(struct xb_core *s, uint64_t max, struct xb_err *err);
+void xb_inst_close(struct xb_core *s);
 /* No more sandboxes from here on (the daemon is stopping). */
 void xb_core_stop(struct xb_core *c);
 /* The daemon drains: creates fail with XB_E_SHUTTING_DOWN and the pool is

@@ -48,11 +48,10 @@ struct xb_inst_stats {
 
 struct xb_instcache;
 
-/* Open (creating) state_dir/install-cache, bound to max bytes; drops
- * entries whose layer is missing, layers without an entry, and xi-
- * snapshots a crash left. No-op (NULL) without a store or with max 0. */
-int xb_inst_open(struct xb_core *s, uint64_t max, struct xb_err *err);
-void xb_inst_close(struct xb_core *s);
+/* xb_inst_open (core.h) opens (creating) state_dir/install-cache, bound
+ * to max bytes, and drops entries whose layer is missing, layers without
+ * an entry, and xi- snapshots a crash left; a no-op without a store or
+ * with max 0. xb_inst_close frees it. */
 const struct xb_inst_stats *xb_inst_stats(const struct xb_core *s);
 /* Whether layers/<name> belongs to the install cache (templates.c's GC
  * leaves those alone). */

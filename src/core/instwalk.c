@@ -27,7 +27,7 @@
 
 #include "base/cleanup.h"
 #include "core/core.h"
-#include "core/inst_int.h"
+#include "core/instcache_int.h"
 #include "net/digest.h"
 #include "proc/env.h"
 #include "sandbox/store.h"
