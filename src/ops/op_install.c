@@ -351,7 +351,11 @@ build(struct inst *in, struct xb_sbx *x)
         static const char script[] =
                 "export DEBIAN_FRONTEND=noninteractive; "
                 "if command -v update-passwd >/dev/null; then update-passwd >/dev/null 2>&1; fi; "
+                /* No lists: fetch them for the install, and drop them after
+                 * (unless every package is installed already). */
                 "fresh=0; ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1 || fresh=1; "
+                "if [ $fresh = 1 ]; then fresh=0; for p in \"$@\"; do dpkg-query -W -f='${Status}' \"${p%%=*}\" "
+                "2>/dev/null | grep -q 'install ok installed' || fresh=1; done; fi; "
                 "if [ $fresh = 1 ]; then apt-get update -q || exit 100; fi; "
                 "apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 \"$@\" || exit 101; "
                 "apt-get clean; "
