@@ -175,8 +175,8 @@ xb_inst_stage(struct xb_sbx *x, char *snap, struct xb_err *err)
                 return xb_err_code(err, XB_E_LAYERS_UNSUPPORTED, EOPNOTSUPP, NULL,
                                    "installs need the disk layer store (serve --layers disk)");
         memcpy(snap, "xi-", 3);
-        if (xb_random_id(snap + 3, XB_INST_LAYER_MAX - 3 < XB_SANDBOX_ID_LEN + 1 ? XB_INST_LAYER_MAX - 3
-                                                                                 : XB_SANDBOX_ID_LEN + 1) < 0)
+        _Static_assert(3 + XB_SANDBOX_ID_LEN + 1 <= XB_INST_LAYER_MAX, "xi- and an id");
+        if (xb_random_id(snap + 3, XB_SANDBOX_ID_LEN + 1) < 0)
                 return xb_err_set(err, EIO, "random");
         if (!was && (r = xb_sandbox_freeze(x->sb, true)) < 0)
                 return xb_err_set(err, -r, "freeze sandbox %s", x->id);
