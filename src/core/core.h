@@ -186,6 +186,7 @@ struct xb_sbx {
         bool auto_pause;              /* at its idle TTL it pauses instead of ending */
         bool auto_pause_manual;       /* and only an explicit resume wakes it (E2B without autoResume) */
         bool fixed_deadline;          /* expires_ms is absolute (E2B's timeout): use and work do not move it */
+        bool sealed;                  /* the server's own (an install's builder): no client finds it */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         uint32_t uid;                 /* commands' default user inside: 0 or XB_USER_UID */

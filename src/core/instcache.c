@@ -358,6 +358,8 @@ xb_inst_builder(struct xb_sbx *x, const char *snap, struct xb_sbx **ret, struct 
         }
         b->uid = 0;
         b->own_root = x->own_root;
+        /* No client may reach it: what it captures is shared with every tenant. */
+        b->sealed = true;
         if ((r = xb_sbx_set_network(b, pol, err)) < 0) {
                 xb_netpol_unref(pol);
                 xb_sbx_destroy(b, XB_SBX_SETUP_FAILED, NULL);
@@ -417,14 +419,16 @@ xb_inst_capture(struct xb_sbx *b, const char *key, char *const *pkgs, bool fresh
         if (!c)
                 return xb_err_code(err, XB_E_LAYERS_UNSUPPORTED, EOPNOTSUPP, NULL, "no install cache");
         xb_inst_layer_name(key, layer);
-        /* One made by a concurrent install of the same key is as good. */
-        xb_store_delete(s->eng->store, "layers", layer, NULL);
-        if ((r = xb_sandbox_freeze(b->sb, true)) < 0)
-                return xb_err_set(err, -r, "freeze the builder");
-        r = xb_store_snapshot(s->eng->store, b->id, "layers", layer, true, 0, err);
-        xb_sandbox_freeze(b->sb, false);
-        if (r < 0)
-                return r;
+        /* One a concurrent install of the same key made is as good (and may
+         * be being applied): it stays. */
+        if (!layer_exists(s, key)) {
+                if ((r = xb_sandbox_freeze(b->sb, true)) < 0)
+                        return xb_err_set(err, -r, "freeze the builder");
+                r = xb_store_snapshot(s->eng->store, b->id, "layers", layer, true, 0, err);
+                xb_sandbox_freeze(b->sb, false);
+                if (r < 0)
+                        return r;
+        }
         if ((r = xb_inst_layer_bytes(s, layer, &bytes, err)) < 0) {
                 xb_store_delete(s->eng->store, "layers", layer, NULL);
                 return r;

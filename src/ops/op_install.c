@@ -40,7 +40,8 @@ struct inst {
         struct xb_core *core;
         int tenant;
         char id[XB_SANDBOX_ID_LEN + 1];    /* the target */
-        char bid[XB_SANDBOX_ID_LEN + 1];   /* the builder, while it runs */
+        struct xb_sbx *builder;            /* while it runs (a reference; sealed: no client finds it) */
+        char bid[XB_SANDBOX_ID_LEN + 1];
         char snap[XB_INST_LAYER_MAX];      /* the target's snapshot, while needed */
         char key[XB_INST_KEY_HEX];
         char **pkgs;                       /* sorted, unique */
@@ -164,38 +165,24 @@ sub_call(struct inst *in, then_fn then)
         return c;
 }
 
-static void
-ignore(struct inst *in, json_t *res, const struct xb_err *err)
-{
-        (void)in, (void)res, (void)err;
-}
-
-static void
-sub_run(struct inst *in, const char *op, json_t *args, then_fn then)
-{
-        struct xb_call *c = args ? sub_call(in, then) : NULL;
-        struct xb_err err = { 0 };
-
-        if (!c) {
-                json_decref(args);
-                xb_err_code(&err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
-                then(in, NULL, &err);
-                return;
-        }
-        xb_op_run(xb_op_find(op), in->core, in->tenant, args, c);
-        json_decref(args);
-}
-
 /* ---- the chain ---- */
 
 static void finish_fail(struct inst *in, enum xb_ecode code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void
+drop_builder(struct inst *in)
+{
+        if (!in->builder)
+                return;
+        xb_sbx_destroy(in->builder, XB_SBX_DELETED, "the install ended");
+        xb_sbx_unref(in->builder);
+        in->builder = NULL;
+}
+
+static void
 cleanup(struct inst *in)
 {
-        if (in->bid[0])
-                sub_run(in, "sandbox_delete", json_pack("{s:s}", "id", in->bid), ignore);
-        in->bid[0] = 0;
+        drop_builder(in);
         xb_inst_unstage(in->core, in->snap);
         in->snap[0] = 0;
 }
@@ -313,24 +300,14 @@ apply(struct inst *in)
 }
 
 static void
-builder_deleted(struct inst *in, json_t *res, const struct xb_err *err)
-{
-        (void)res, (void)err;
-        xb_inst_unstage(in->core, in->snap);
-        in->snap[0] = 0;
-        apply(in);
-}
-
-static void
 built(struct inst *in, json_t *res, const struct xb_err *err)
 {
         const char *status = json_string_value(json_object_get(res, "status"));
         json_int_t code = json_integer_value(json_object_get(res, "exit_code"));
-        struct xb_sbx *b = xb_sbx_find(in->core, in->bid, in->tenant);
+        struct xb_sbx *b = in->builder;
         struct xb_err e2 = { 0 };
-        char bid[XB_SANDBOX_ID_LEN + 1];
 
-        if (err || !status || strcmp(status, "ok") || code != 0 || !b) {
+        if (err || !status || strcmp(status, "ok") || code != 0 || !b || b->state != XB_SBX_READY) {
                 finish_fail(in, XB_E_INSTALL_FAILED, "apt-get install %s failed: %s; the end of its output:\n%s",
                             in->pkgs[0], err ? err->msg : status ? status : "no builder", in->ntail ? in->tail : "(none)");
                 return;
@@ -340,9 +317,8 @@ built(struct inst *in, json_t *res, const struct xb_err *err)
                 return;
         }
         event(in, "captured", NULL);
-        snprintf(bid, sizeof(bid), "%s", in->bid);
-        in->bid[0] = 0;
-        sub_run(in, "sandbox_delete", json_pack("{s:s}", "id", bid), builder_deleted);
+        cleanup(in);
+        apply(in);
 }
 
 static void
@@ -363,24 +339,49 @@ build(struct inst *in, struct xb_sbx *x)
                 "for p in \"$@\"; do dpkg-query -W -f='${Status}\\n' \"${p%%=*}\" | grep -q 'install ok installed' || "
                 "{ echo \"$p is not installed\" >&2; exit 102; }; done";
         struct xb_err err = { 0 };
+        struct xb_proc_spec spec = { 0 };
+        const char *const *net;
+        char **env = NULL, **argv = NULL;
+        struct xb_call *c = NULL;
         struct xb_sbx *b;
-        json_t *argv;
+        struct xb_proc *p;
+        size_t n = 0;
 
         if (xb_inst_builder(x, in->snap, &b, &err) < 0) {
                 finish_fail(in, err.ecode ? err.ecode : XB_E_INSTALL_FAILED, "the install's builder sandbox: %s",
                             err.msg);
                 return;
         }
+        xb_sbx_ref(b);
+        in->builder = b;
         snprintf(in->bid, sizeof(in->bid), "%s", b->id);
         event(in, "install", json_pack("{s:s}", "builder", in->bid));
-        argv = json_pack("[sss]", "/bin/sh", "-c", script);
-        json_array_append_new(argv, json_string("sh"));
-        for (char **p = in->pkgs; *p; p++)
-                json_array_append_new(argv, json_string(*p));
-        sub_run(in, "run_command",
-                json_pack("{s:s,s:o,s:s,s:I,s:I}", "id", in->bid, "argv", argv, "user", "root", "timeout_s",
-                          (json_int_t)in->timeout_s, "output_limit", (json_int_t)(1 << 20)),
-                built);
+        /* Its commands are the server's: no client can reach a sealed sandbox. */
+        for (net = xb_sbx_net_env(b); net && net[n]; n++)
+                ;
+        if (xb_env_build("/root", 0, xb_sbx_net_env(b), n, &env, &err) < 0 ||
+            !(argv = calloc(5 + PKGS_MAX, sizeof(*argv))) || !(c = sub_call(in, built))) {
+                xb_strv_free(env);
+                free(argv);
+                finish_fail(in, XB_E_NOMEM, "out of memory");
+                return;
+        }
+        argv[0] = (char *)"/bin/sh";
+        argv[1] = (char *)"-c";
+        argv[2] = (char *)script;
+        argv[3] = (char *)"sh";
+        for (n = 0; in->pkgs[n]; n++)
+                argv[4 + n] = in->pkgs[n];
+        spec = (struct xb_proc_spec){ .argv = argv, .env = env, .cwd = "/", .uid = 0,
+                                      .timeout_ms = in->timeout_s * 1000, .output_limit = 1 << 20 };
+        p = xb_proc_start(b, &spec, false, &err);
+        free(argv);
+        xb_strv_free(env);
+        if (!p) {
+                xb_call_fail(c, &err);
+                return;
+        }
+        xb_proc_exec(p, c);
 }
 
 /* ---- the request ---- */

@@ -8,6 +8,7 @@ host lacks. The tests assert the cache counters, not times. The attacks run
 as root inside and show that they ran (a marker, a positive control)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -138,7 +139,33 @@ def test_a_changed_dpkg_state_is_a_miss_and_the_bound_holds(server_factory):
 def test_a_sandbox_cannot_poison_the_cache(server_factory):
     s = server_factory(pool=0)
     a = s.create()["id"]
-    clean = install(s, a)
+    # Attack 0: reach the builder while it installs (what it captures goes
+    # to every tenant). Positive control: it exists, its layer is in the store.
+    store = store_of(s)
+    seen, name, clean = [], None, None
+    with s.request("POST", f"/v1/sandboxes/{a}/install", json_body={"apt": [PKG]},
+                   headers={"Accept": "text/event-stream"}, stream=True, timeout=900) as resp:
+        expect(resp, 200)
+        for raw in resp.iter_lines(chunk_size=1):
+            line = raw.decode()
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data = json.loads(line[5:])
+                if name == "progress" and data.get("phase") == "install":
+                    bid = data["builder"]
+                    assert os.path.isdir(f"{store}/sbx/{bid}"), "no builder in the store"
+                    for method, path, body in (("POST", f"/v1/sandboxes/{bid}/exec", {"cmd": "touch /usr/x"}),
+                                               ("GET", f"/v1/sandboxes/{bid}", None),
+                                               ("PUT", f"/v1/sandboxes/{bid}/files?path=/usr/x", None),
+                                               ("DELETE", f"/v1/sandboxes/{bid}", None)):
+                        r = s.request(method, path, json_body=body)
+                        seen.append((method, r.status_code))
+                    assert bid not in {x["id"] for x in s.get("/v1/sandboxes").json()["sandboxes"]}
+                elif name == "result":
+                    clean = data
+    assert [c for _, c in seen] == [404, 404, 404, 404], seen
+    assert clean and clean["cached"] is False, clean
     # Attack 1: rewrite the installed program as root in a sandbox that got
     # it from the cache. Positive control: the write works there.
     b = s.create()["id"]
