@@ -80,8 +80,17 @@ int xb_inst_capture(struct xb_sbx *b, const char *key, char *const *pkgs, bool f
  * end, for a root process of the sandbox: `tar -x -C /`), its pidfd, the
  * paths to remove first (overlay whiteouts and opaque directories,
  * relative to /; NULL-terminated) and the bytes it carries. */
-int xb_inst_export(struct xb_core *s, const char *key, int *ret_fd, int *ret_pidfd, char ***ret_removals,
+int xb_inst_export(struct xb_core *s, const char *key, bool tar, int *ret_fd, int *ret_pidfd, char ***ret_removals,
                    uint64_t *ret_bytes, struct xb_err *err);
+/* Without tar: only the removals and the bytes (*ret_fd, *ret_pidfd -1),
+ * for a copy from xb_inst_view. */
+/* The entry as a read-only overlay for x's root copier (instview.c): the
+ * fd of a detached mount of it, id-mapped for x. */
+int xb_inst_view(struct xb_sbx *x, const char *key, int *ret_fd, struct xb_err *err);
+/* The view attached inside x at /tmp/<name> for the copy, and detached. */
+#define XB_INST_VIEW_NAME 48
+int xb_inst_attach(struct xb_sbx *x, const char *key, char name[XB_INST_VIEW_NAME], struct xb_err *err);
+void xb_inst_detach(struct xb_sbx *x, const char *name);
 /* Reap the exporter (closes pidfd); 0 when it exited 0. Counts bytes
  * applied when ok too. */
 int xb_inst_export_end(struct xb_core *s, const char *key, int pidfd, bool ok, uint64_t bytes);

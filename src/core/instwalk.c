@@ -295,11 +295,11 @@ busy_set(struct xb_instcache *c, const char *key, bool on)
 }
 
 int
-xb_inst_export(struct xb_core *s, const char *key, int *ret_fd, int *ret_pidfd, char ***ret_removals,
+xb_inst_export(struct xb_core *s, const char *key, bool tar, int *ret_fd, int *ret_pidfd, char ***ret_removals,
                uint64_t *ret_bytes, struct xb_err *err)
 {
         char layer[XB_INST_LAYER_MAX], dir[4400];
-        _cleanup_close_ int listfd = memfd_create("xb-install-list", MFD_CLOEXEC);
+        _cleanup_close_ int listfd = tar ? memfd_create("xb-install-list", MFD_CLOEXEC) : -1;
         struct walk w = { .listfd = listfd };
         posix_spawn_file_actions_t fa;
         char *argv[] = { (char *)TAR,
@@ -321,12 +321,21 @@ xb_inst_export(struct xb_core *s, const char *key, int *ret_fd, int *ret_pidfd, 
 
         if (!s->inst)
                 return xb_err_code(err, XB_E_LAYERS_UNSUPPORTED, EOPNOTSUPP, NULL, "no install cache");
-        if (listfd < 0)
+        if (tar && listfd < 0)
                 return xb_err_set(err, errno, "memfd");
         xb_inst_layer_name(key, layer);
         if ((r = walk_layer(s, layer, &w, err)) < 0) {
                 xb_strv_free(w.rm);
                 return r;
+        }
+        if (!tar) {
+                if (!w.rm && !(w.rm = calloc(1, sizeof(char *))))
+                        return xb_err_set(err, ENOMEM, "install");
+                busy_set(s->inst, key, true);
+                *ret_fd = *ret_pidfd = -1;
+                *ret_removals = w.rm;
+                *ret_bytes = w.bytes;
+                return 0;
         }
         if (lseek(listfd, 0, SEEK_SET) < 0 || pipe2(p, O_CLOEXEC) < 0) {
                 xb_strv_free(w.rm);
@@ -375,6 +384,13 @@ xb_inst_export_end(struct xb_core *s, const char *key, int pidfd, bool ok, uint6
         siginfo_t si = { 0 };
         int r;
 
+        if (pidfd < 0) {   /* no tar: a copy from the view */
+                if (s->inst && key[0])
+                        busy_set(s->inst, key, false);
+                if (ok && s->inst)
+                        s->inst->st.bytes_applied += bytes;
+                return 0;
+        }
         /* The unpacker has read all it will: tar ends now (EPIPE at worst). */
         if (poll(&pf, 1, 5000) <= 0)
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);

@@ -185,8 +185,10 @@ struct xb_tool xb_catalog_tools[] = {
         .output_json = OBJ("\"id\": {\"type\": \"string\"}, \"packages\": {\"type\": \"array\", \"items\": "
                            "{\"type\": \"string\"}}, \"cached\": {\"type\": \"boolean\", \"description\": "
                            "\"Served from the install cache (no dpkg run).\"}, \"key\": {\"type\": \"string\"}, "
-                           "\"bytes\": {\"type\": \"integer\"}, \"duration_ms\": {\"type\": \"integer\"}",
-                           "\"id\", \"packages\", \"cached\", \"key\", \"bytes\", \"duration_ms\""),
+                           "\"bytes\": {\"type\": \"integer\"}, \"copy\": {\"type\": \"string\", \"enum\": "
+                           "[\"reflink\", \"tar\"], \"description\": \"reflink: the files share the cache's "
+                           "storage copy-on-write; tar: copied.\"}, \"duration_ms\": {\"type\": \"integer\"}",
+                           "\"id\", \"packages\", \"cached\", \"key\", \"bytes\", \"copy\", \"duration_ms\""),
         .read_only = false, .destructive = false, .idempotent = true, .open_world = true,
         .rest = { "POST", "/v1/sandboxes/{id}/install", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
 },

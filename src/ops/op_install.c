@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/log.h"
 #include "core/core.h"
 #include "core/instcache.h"
 #include "ops/jsonv.h"
@@ -45,7 +46,8 @@ struct inst {
         char snap[XB_INST_LAYER_MAX];      /* the target's snapshot, while needed */
         char key[XB_INST_KEY_HEX];
         char **pkgs;                       /* sorted, unique */
-        bool fresh, hit, exporting;
+        bool fresh, hit, exporting, reflink;
+        char view[XB_INST_VIEW_NAME];      /* the entry's view inside the target, while copying */
         struct xb_call *client;            /* NULL once it left */
         uint64_t t0_ms, timeout_s, bytes;
         int tar_pidfd;
@@ -182,6 +184,11 @@ drop_builder(struct inst *in)
 static void
 cleanup(struct inst *in)
 {
+        struct xb_sbx *x = in->view[0] ? xb_sbx_find(in->core, in->id, in->tenant) : NULL;
+
+        if (x)
+                xb_inst_detach(x, in->view);
+        in->view[0] = 0;
         drop_builder(in);
         xb_inst_unstage(in->core, in->snap);
         in->snap[0] = 0;
@@ -226,14 +233,21 @@ applied(struct inst *in, json_t *res, const struct xb_err *err)
         json_t *j;
 
         in->exporting = false;
+        if (in->view[0]) {
+                struct xb_sbx *x = xb_sbx_find(in->core, in->id, in->tenant);
+
+                if (x)
+                        xb_inst_detach(x, in->view);
+                in->view[0] = 0;
+        }
         if (!ok || r < 0) {
                 finish_fail(in, XB_E_INSTALL_FAILED, "applying the installed files failed: %s",
                             err ? err->msg : stderr_s && *stderr_s ? stderr_s : "the host's tar failed");
                 return;
         }
-        j = json_pack("{s:s,s:o,s:b,s:s,s:I,s:I}", "id", in->id, "packages", pkgs_json(in), "cached", in->hit,
-                      "key", in->key, "bytes", (json_int_t)in->bytes, "duration_ms",
-                      (json_int_t)(xb_now_ms() - in->t0_ms));
+        j = json_pack("{s:s,s:o,s:b,s:s,s:I,s:s,s:I}", "id", in->id, "packages", pkgs_json(in), "cached", in->hit,
+                      "key", in->key, "bytes", (json_int_t)in->bytes, "copy", in->reflink ? "reflink" : "tar",
+                      "duration_ms", (json_int_t)(xb_now_ms() - in->t0_ms));
         inst_free(in);
         if (c) {
                 xb_call_on_cancel(c, NULL, NULL);
@@ -250,26 +264,40 @@ apply(struct inst *in)
         static const char script[] = "for p in \"$@\"; do rm -rf -- \"/$p\"; done; "
                                      "exec tar -x -f - -C / -p --numeric-owner --no-overwrite-dir "
                                      "--keep-directory-symlink";
+        /* stdin: the entry's read-only view (instview.c); cp's copy_file_range reflinks. */
+        static const char cow[] = "for p in \"$@\"; do rm -rf -- \"/$p\"; done; "
+                                  "cd \"/tmp/$XB_VIEW\" || exit 97; "
+                                  "c() { [ -d \"$1\" ] || return 0; cp -R -P --preserve=mode,ownership,timestamps,links "
+                                  "--reflink=auto --remove-destination -- \"$1/.\" \"$2\" </dev/null; }; "
+                                  "c root / && c usr /usr/ && c etc /etc/ && c dpkg /var/lib/dpkg/";
         struct xb_sbx *x = xb_sbx_find(in->core, in->id, in->tenant);
         struct xb_err err = { 0 };
-        char **rm = NULL, **argv = NULL, *env[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C",
-                                                   NULL };
+        char **rm = NULL, **argv = NULL, venv[80],
+             *env[] = { (char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", (char *)"LC_ALL=C", venv, NULL };
         struct xb_proc_spec spec = { 0 };
         struct xb_call *c;
         struct xb_proc *p;
         size_t n = 0;
-        int fd = -1;
+        int fd = -1, none = -1;
 
         if (!x) {
                 finish_fail(in, XB_E_SANDBOX_GONE, "sandbox %s ended during the install", in->id);
                 return;
         }
-        event(in, "apply", json_pack("{s:b}", "cached", in->hit));
-        if (xb_inst_export(in->core, in->key, &fd, &in->tar_pidfd, &rm, &in->bytes, &err) < 0) {
+        /* Copy-on-write when the kernel can make the view; else a tar stream. */
+        in->reflink = xb_inst_attach(x, in->key, in->view, &err) == 0;
+        if (!in->reflink)
+                xb_warn("install %s: no copy-on-write view (%s): copying with tar", in->id, err.msg);
+        err = (struct xb_err){ 0 };
+        event(in, "apply", json_pack("{s:b,s:s}", "cached", in->hit, "copy", in->reflink ? "reflink" : "tar"));
+        if (xb_inst_export(in->core, in->key, !in->reflink, in->reflink ? &none : &fd, &in->tar_pidfd, &rm, &in->bytes,
+                           &err) < 0) {
                 finish_fail(in, XB_E_INSTALL_FAILED, "reading the cached install failed: %s", err.msg);
                 return;
         }
         in->exporting = true;
+        snprintf(venv, sizeof(venv), "XB_VIEW=%s", in->reflink ? in->view : "");
+        n = 0;
         for (; rm[n]; n++)
                 ;
         if (!(argv = calloc(n + 5, sizeof(*argv))) || !(c = sub_call(in, applied))) {
@@ -282,13 +310,14 @@ apply(struct inst *in)
         }
         argv[0] = (char *)"/bin/sh";
         argv[1] = (char *)"-c";
-        argv[2] = (char *)script;
+        argv[2] = (char *)(in->reflink ? cow : script);
         argv[3] = (char *)"sh";
         memcpy(argv + 4, rm, n * sizeof(*argv));
         spec = (struct xb_proc_spec){ .argv = argv, .env = env, .cwd = "/", .uid = 0,
-                                      .timeout_ms = in->timeout_s * 1000, .output_limit = 64 << 10, .stdin_fd = fd };
+                                      .timeout_ms = in->timeout_s * 1000, .output_limit = 64 << 10, .stdin_fd = fd > 0 ? fd : -1 };
         p = xb_proc_start(x, &spec, false, &err);
-        close(fd);
+        if (fd >= 0)
+                close(fd);
         free(argv);
         xb_strv_free(rm);
         if (!p) {

@@ -86,6 +86,17 @@ def test_second_install_is_applied_from_the_cache_without_dpkg(server_factory):
     assert (c2['execbox_install_cache_bytes_total{direction="applied"}'] >
             c1['execbox_install_cache_bytes_total{direction="applied"}']), (c1, c2)
     hello_runs(s, b)
+    # Copy-on-write: b's layer shares the entry's extents (a reflink through
+    # the overlays), it holds no copy of its own.
+    assert res["copy"] == "reflink", res
+    store = store_of(s)
+    subprocess.run(["sync"], check=True)
+    du = subprocess.run(["btrfs", "filesystem", "du", "-s", "--raw", f"{store}/sbx/{b}/up/usr"],
+                        capture_output=True, text=True, check=True).stdout.split("\n")[1].split()
+    total, exclusive, shared = int(du[0]), int(du[1]), int(du[2])
+    assert total > 0 and shared == total and exclusive == 0, du
+    # The view it was copied from is gone from b.
+    assert ".xb-install" not in sh(s, b, "ls -a /tmp; cat /proc/mounts")["stdout"]
     # dpkg did not run in b: its log is a's, byte for byte (a run appends
     # lines with their own times), and dpkg finds nothing half-done.
     logs = [sh(s, x, "sha256sum /var/log/dpkg.log; dpkg --audit; echo AUDITED")["stdout"] for x in (a, b)]
@@ -93,7 +104,6 @@ def test_second_install_is_applied_from_the_cache_without_dpkg(server_factory):
     # No builder is left, and the store holds the entry and nothing else
     # of the install.
     assert {x["id"] for x in s.get("/v1/sandboxes").json()["sandboxes"]} == {a, b}
-    store = store_of(s)
     layers = os.listdir(f"{store}/layers")
     assert len(layers) == 1 and layers[0] == "inst-" + r["key"][:40], layers
     for x in (a, b):
