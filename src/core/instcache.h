@@ -19,10 +19,12 @@
  *   store layers/xi-<random>        a target's snapshot while its install
  *                                  runs (deleted after, and at start-up)
  *
- * Nothing inside a sandbox has a path to either: a layer reaches a sandbox
- * only as a tar stream on its stdin (xb_inst_export), which a root process
- * of the sandbox unpacks through its own overlay, in its cgroup, charged
- * to its disk limit. */
+ * Nothing inside a sandbox has a path to either. An entry reaches a
+ * sandbox as a read-only view attached in its own mount namespace for the
+ * copy (instview.c; the copy reflinks), or as a tar stream on its stdin
+ * (xb_inst_export); either way a root process of the sandbox writes the
+ * files through its own overlay, in its cgroup, charged to its disk
+ * limit. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

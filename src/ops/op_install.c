@@ -9,12 +9,14 @@
  *     writable layer, runs the real `apt-get install` (the package cache
  *     serves the .debs); its writable layer is then exactly the install's
  *     changes, kept read-only as the entry. The builder is deleted.
- *   - Then, and at once on a hit: the entry goes into the target as a tar
- *     stream on the stdin of a root process of the target (`tar -x -C /`,
- *     after removing what the install removed), so the files come through
- *     the target's own overlay, in its cgroup, charged to its disk limit,
- *     and dpkg does not run. The upper directory is never touched behind
- *     the overlay's back.
+ *   - Then, and at once on a hit: a root process of the target removes
+ *     what the install removed and copies the entry in from a read-only
+ *     view of it attached inside the target (`cp --reflink=auto`: the
+ *     data is cloned, copy-on-write), or unpacks it from a tar stream on
+ *     its stdin where no view can be made. The files come through the
+ *     target's own overlay, in its cgroup, charged to its disk limit, and
+ *     dpkg does not run. The upper directory is never touched behind the
+ *     overlay's back.
  * A client that asked for events hears the phases and the builder's
  * output; one that leaves does not stop the install. */
 #define _GNU_SOURCE
