@@ -42,6 +42,7 @@
         X(TEMPLATE_IN_USE, "template_in_use")                         \
         X(LAYERS_UNSUPPORTED, "layers_unsupported")                   \
         X(TEMPLATE_BUILD_FAILED, "template_build_failed")             \
+        X(INSTALL_FAILED, "install_failed")                           \
         X(TEMPLATE_NOT_READY, "template_not_ready")   /* its start command */ \
         /* processes */                                               \
         X(PROCESS_NOT_FOUND, "process_not_found")                     \

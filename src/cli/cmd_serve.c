@@ -71,6 +71,8 @@ serve_usage(FILE *f)
               "  --network-rate SIZE    egress bytes per second per sandbox (default 1G; 0 none)\n"
               "  --package-cache-size SIZE  the package cache shared by all sandboxes, in the\n"
               "                         state dir, least recently used out (default 4G; 0 none)\n"
+              "  --install-cache-size SIZE  the install cache (captured apt installs) shared by\n"
+              "                         all sandboxes, in the layer store (default 8G; 0 none)\n"
               "  --upstream-ca FILE     PEM CAs trusted, beside the system's, for the hosts of\n"
               "                         secrets (whose TLS the server terminates)\n"
               "  --approval-timeout T   how long a request waits for a human (default 120s)\n"

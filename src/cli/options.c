@@ -34,7 +34,7 @@ enum {
         O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE, O_UPSTREAM_CA, O_APPROVAL_TIMEOUT,
-        O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER, O_PKG_CACHE_SIZE,
+        O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER, O_PKG_CACHE_SIZE, O_INST_CACHE_SIZE,
         O_PAUSED_TTL, O_MAX_LIFETIME, O_DRAIN_TIMEOUT, O_STOP_SANDBOXES,
         O_MAX_MEM, O_MAX_PIDS, O_MAX_CPUS, O_MAX_DISK, O_QUOTA,
 };
@@ -98,6 +98,7 @@ static const struct {
         { { "network-connections", required_argument, NULL, O_NET_CONNS }, SERVE },
         { { "network-rate", required_argument, NULL, O_NET_RATE }, SERVE },
         { { "package-cache-size", required_argument, NULL, O_PKG_CACHE_SIZE }, SERVE },
+        { { "install-cache-size", required_argument, NULL, O_INST_CACHE_SIZE }, SERVE },
         { { "upstream-ca", required_argument, NULL, O_UPSTREAM_CA }, SERVE },
         { { "approval-timeout", required_argument, NULL, O_APPROVAL_TIMEOUT }, SERVE },
         { { "paused-ttl", required_argument, NULL, O_PAUSED_TTL }, SERVE },
@@ -140,6 +141,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->network_conns = XB_NET_CONNS_DEFAULT;
         o->network_rate = 1ull << 30;
         o->package_cache_size = 4ull << 30;
+        o->install_cache_size = 8ull << 30;
         if (cmd == XB_CMD_SERVE) {
                 o->listen = "127.0.0.1:8000";
                 o->state_dir = "/var/lib/execbox";
@@ -411,6 +413,7 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 break;
         case O_NET_RATE: r = xb_parse_size(arg, &o->network_rate, err); break;
         case O_PKG_CACHE_SIZE: r = xb_parse_size(arg, &o->package_cache_size, err); break;
+        case O_INST_CACHE_SIZE: r = xb_parse_size(arg, &o->install_cache_size, err); break;
         case O_UPSTREAM_CA:
                 if (access(arg, R_OK) < 0)
                         r = xb_err_msg(err, errno, "cannot read %s", arg);

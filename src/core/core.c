@@ -64,7 +64,10 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 free(c);
                 return r;
         }
+        if ((r = xb_inst_open(c, o->install_cache_size, err)) < 0)
+                xb_warn("no install cache: %s", err->msg);
         if (o->network && (r = xb_netsys_open(&o->net, loop, &c->net, err)) < 0) {
+                xb_inst_close(c);
                 xb_templates_close(c);
                 xb_audits_free(c->audits);
                 xb_engine_close(c->eng);
@@ -129,6 +132,7 @@ xb_core_close(struct xb_core *c)
                 xb_loop_run(c->loop);
                 xb_timer_stop(&t);
         }
+        xb_inst_close(c);
         xb_templates_close(c);
         xb_records_close(c);
         /* Every sandbox ended: the /etc views of this server's egress CA go too. */

@@ -89,6 +89,7 @@ struct xb_core_opts {
         uint32_t mount_uid, mount_gid;
         uint64_t paused_ttl_ms;       /* --paused-ttl: default and ceiling of paused_ttl_s; 0: the built-in */
         uint64_t max_lifetime_ms;     /* --max-lifetime: default and ceiling of max_lifetime_s; 0: the built-in */
+        uint64_t install_cache_size;  /* --install-cache-size: the install cache's bound; 0: none */
 };
 
 /* What is remembered of an ended sandbox (tombs.c). */
@@ -140,6 +141,8 @@ struct xb_core {
         struct xb_timer disk_timer;   /* diskguard.c */
         bool disk_tight;              /* the state dir's free space is below the guard: layers take no writes */
         bool disk_was_tight;          /* the layers are clamped (diskguard.c) */
+        struct xb_instcache *inst;    /* instcache.h: captured apt installs; NULL: none */
+        void *installs;               /* installs running (ops/op_install.c) */
 };
 
 /* The engine on loop: the sandbox runtime opened, stale cgroups of earlier
@@ -149,6 +152,9 @@ int xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_c
  * collection (templates.c; templates.h has the rest). */
 int xb_templates_open(struct xb_core *s, struct xb_err *err);
 void xb_templates_close(struct xb_core *s);
+/* The install cache (instcache.c; instcache.h has the rest). */
+int xb_inst_open(struct xb_core *s, uint64_t max, struct xb_err *err);
+void xb_inst_close(struct xb_core *s);
 /* No more sandboxes from here on (the daemon is stopping). */
 void xb_core_stop(struct xb_core *c);
 /* The daemon drains: creates fail with XB_E_SHUTTING_DOWN and the pool is
@@ -185,6 +191,7 @@ struct xb_sbx {
         bool auto_pause;              /* at its idle TTL it pauses instead of ending */
         bool auto_pause_manual;       /* and only an explicit resume wakes it (E2B without autoResume) */
         bool fixed_deadline;          /* expires_ms is absolute (E2B's timeout): use and work do not move it */
+        bool sealed;                  /* the server's own (an install's builder): no client finds it */
         struct xb_sbx *next;          /* pool link */
         struct xb_limits limits;
         uint32_t uid;                 /* commands' default user inside: 0 or XB_USER_UID */
@@ -464,6 +471,8 @@ struct xb_proc_spec {
         const char *stdin_data;       /* written, then stdin is closed unless keep_stdin */
         size_t stdin_len;
         bool keep_stdin;              /* background processes: stdin stays open */
+        int stdin_fd;                 /* > 0: the read end of a pipe the daemon fills (the install
+                                       * cache's stream): stdin; the caller keeps and closes it */
         bool tty;                     /* a pty of the sandbox's devpts for 0-2 (stdout holds its output) */
         uint16_t rows, cols;          /* its size */
         const char *tag;              /* the client's name for it, or NULL (listed, xb_proc_find_tag) */

@@ -414,7 +414,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 };
         struct xb_exec_spec q;
         struct xb_proc *p;
-        bool want_stdin = !spec->tty && (spec->stdin_len > 0 || spec->keep_stdin);
+        bool want_stdin = !spec->tty && spec->stdin_fd <= 0 && (spec->stdin_len > 0 || spec->keep_stdin);
         int ttyp[2] = { -1, -1 };
         struct xb_err e = { 0 };
         int r;
@@ -479,7 +479,7 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
         }
         q = (struct xb_exec_spec){
                 .argv = spec->argv, .env = spec->env, .cwd = spec->cwd, .uid = spec->uid, .gid = spec->uid,
-                .std = { inp[0], outp[1], errp[1] },
+                .std = { spec->stdin_fd > 0 && !spec->tty ? spec->stdin_fd : inp[0], outp[1], errp[1] },
                 .tty = spec->tty, .tty_sock = ttyp[1], .tty_rows = spec->rows, .tty_cols = spec->cols,
                 .keeper = true,
         };

@@ -41,7 +41,8 @@ xb_sbx_find(struct xb_core *s, const char *id, int tenant)
         /* Another tenant's sandbox does not exist, as far as this caller knows. */
         if (tenant != XB_TENANT_ANY && x->tenant != tenant)
                 return NULL;
-        return x;
+        /* A sealed one runs only what the server put there (instcache.h). */
+        return x->sealed ? NULL : x;
 }
 
 struct foreach_ctx {

@@ -1,5 +1,6 @@
 /* Templates, snapshots and forks over the layer store; see templates.h. */
 #define _GNU_SOURCE
+#include "core/instcache.h"
 #include "core/templates.h"
 
 #include <dirent.h>
@@ -251,8 +252,8 @@ gc_layer(const char *name, void *data)
         struct xb_core *s = data;
         struct xb_err err = { 0 };
 
-        if (layer_listed(s, name))
-                return;
+        if (layer_listed(s, name) || xb_inst_owns_layer(name) || !strncmp(name, "xi-", 3))
+                return;   /* the install cache's (instcache.c) */
         if (xb_store_delete(s->eng->store, "layers", name, &err) < 0)
                 xb_warn("layer %s: %s", name, err.msg);
         else

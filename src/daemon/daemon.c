@@ -293,7 +293,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .sign = xb_sign, .layers = s->o.layers, .state_dir = s->o.state_dir,
                                     .store_size = s->o.store_size, .mount_owner_set = s->o.mount_owner_set,
                                     .mount_uid = s->o.mount_uid, .mount_gid = s->o.mount_gid,
-                                    .paused_ttl_ms = s->o.paused_ttl_ms, .max_lifetime_ms = s->o.max_lifetime_ms };
+                                    .paused_ttl_ms = s->o.paused_ttl_ms, .max_lifetime_ms = s->o.max_lifetime_ms,
+                                    .install_cache_size = s->o.install_cache_size };
         {
                 /* Egress: without --package-source, the host's own apt sources
                  * and npm registry, read now (never written anywhere). */

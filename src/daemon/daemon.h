@@ -54,6 +54,7 @@ struct xb_server_opts {
         unsigned network_conns;       /* --network-connections per sandbox */
         uint64_t network_rate;        /* --network-rate: bytes per second per sandbox; 0 unbounded */
         uint64_t package_cache_size;  /* --package-cache-size: the shared package cache; 0 none */
+        uint64_t install_cache_size;  /* --install-cache-size: the shared install cache; 0 none */
         const char *upstream_ca;      /* --upstream-ca: trusted beside the system's for intercepted TLS */
         uint64_t approval_timeout_ms; /* --approval-timeout: a pending approval is denied after this */
         int layers;                   /* XB_LAYERS_*: --layers disk, memory or none */

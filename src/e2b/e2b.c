@@ -35,7 +35,7 @@ find_one(struct xb_sbx *x, void *data)
 {
         struct find_ctx *f = data;
 
-        if (!f->found && !strcmp(x->id, f->id) && x->state != XB_SBX_DEAD && x->state != XB_SBX_DYING)
+        if (!f->found && !x->sealed && !strcmp(x->id, f->id) && x->state != XB_SBX_DEAD && x->state != XB_SBX_DYING)
                 f->found = x;
 }
 
@@ -114,7 +114,7 @@ adopt_one(struct xb_sbx *x, void *data)
         struct adopt_ctx *a = data;
         struct e2b_sbx *s;
 
-        if (x->tenant != a->tenant || x->pooled || x->state == XB_SBX_DYING || x->state == XB_SBX_DEAD)
+        if (x->tenant != a->tenant || x->pooled || x->sealed || x->state == XB_SBX_DYING || x->state == XB_SBX_DEAD)
                 return;
         for (s = a->e->sbxs; s; s = s->next)
                 if (!strcmp(s->id, x->id))

@@ -169,6 +169,30 @@ struct xb_tool xb_catalog_tools[] = {
                   { ENV_BODY, { "files", XB_ARG_BODY, NULL, NULL, XB_ARGF_ENV_PAIRS } } },
 },
 {
+        .name = "install",
+        .op = "install",
+        .title = "Install Debian packages",
+        .description = "Install apt packages into this sandbox (as root, dependencies included), through the "
+                "server's shared install cache: when any sandbox in the same state installed the same set before, "
+                "the files are copied in within seconds and dpkg does not run; otherwise apt-get install runs "
+                "(minutes for big packages) and is kept for the next one. Prefer it to apt-get install in "
+                "run_command. The result says cached true or false.",
+        .input_json = OBJ(J_ARG_SANDBOX_ID ", "
+                          "\"apt\": {\"type\": \"array\", \"minItems\": 1, \"maxItems\": 128, \"items\": "
+                          "{\"type\": \"string\"}, \"description\": \"Debian package names, e.g. "
+                          "[\\\"ffmpeg\\\"].\"}",
+                          "\"sandbox_id\", \"apt\""),
+        .output_json = OBJ("\"id\": {\"type\": \"string\"}, \"packages\": {\"type\": \"array\", \"items\": "
+                           "{\"type\": \"string\"}}, \"cached\": {\"type\": \"boolean\", \"description\": "
+                           "\"Served from the install cache (no dpkg run).\"}, \"key\": {\"type\": \"string\"}, "
+                           "\"bytes\": {\"type\": \"integer\"}, \"copy\": {\"type\": \"string\", \"enum\": "
+                           "[\"reflink\", \"tar\"], \"description\": \"reflink: the files share the cache's "
+                           "storage copy-on-write; tar: copied.\"}, \"duration_ms\": {\"type\": \"integer\"}",
+                           "\"id\", \"packages\", \"cached\", \"key\", \"bytes\", \"copy\", \"duration_ms\""),
+        .read_only = false, .destructive = false, .idempotent = true, .open_world = true,
+        .rest = { "POST", "/v1/sandboxes/{id}/install", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
+},
+{
         .name = "sandbox_fork",
         .op = "sandbox_fork",
         .title = "Fork a sandbox",

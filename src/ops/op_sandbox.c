@@ -296,7 +296,7 @@ list_one(struct xb_sbx *x, void *data)
 {
         struct list_ctx *l = data;
 
-        if (x->tenant == l->tenant)
+        if (x->tenant == l->tenant && !x->sealed)
                 json_array_append_new(l->list, xb_sbx_json(x));
 }
 

@@ -6,7 +6,8 @@
 
 static const struct xb_op *const areas[] = { xb_ops_sandbox, xb_ops_proc, xb_ops_files, xb_ops_sessions,
                                              xb_ops_events, xb_ops_ports, xb_ops_network, xb_ops_watch,
-                                             xb_ops_templates, xb_ops_tbuild, xb_ops_secrets, xb_ops_approvals };
+                                             xb_ops_templates, xb_ops_tbuild, xb_ops_secrets, xb_ops_approvals,
+                                             xb_ops_install };
 
 const struct xb_op *
 xb_op_find(const char *name)

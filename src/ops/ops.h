@@ -29,7 +29,7 @@ void xb_op_run(const struct xb_op *op, struct xb_core *core, int tenant, json_t 
 /* Each area's operations, ended by an entry with a NULL name (ops.c joins them). */
 extern const struct xb_op xb_ops_sandbox[], xb_ops_proc[], xb_ops_files[], xb_ops_sessions[], xb_ops_events[],
         xb_ops_ports[], xb_ops_network[], xb_ops_watch[], xb_ops_templates[], xb_ops_tbuild[], xb_ops_secrets[],
-        xb_ops_approvals[];
+        xb_ops_approvals[], xb_ops_install[];
 
 /* An argument only the server sets (an admin token on routes that allow it):
  * the operation acts for every tenant. */

@@ -36,6 +36,8 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_SANDBOX_BUSY] = "retry in a moment",
         [XB_E_TEMPLATE_BUILD_FAILED] = "fix the step the error names (its exit code and log tail are in it) and "
                                        "call template_build again",
+        [XB_E_INSTALL_FAILED] = "check the package names and the end of apt's output in the error, then call "
+                                "install again",
         [XB_E_TEMPLATE_NOT_READY] = "the template's start command did not become ready in time; rebuild it with "
                                     "a working start command or a longer start.timeout_s",
         [XB_E_SANDBOX_PAUSED] = "the sandbox is paused: resume it first with sandbox_resume",

@@ -11,6 +11,7 @@
 #include "base/procself.h"
 #include "rest/rest.h"
 #include "rest/metrics.h"
+#include "core/instcache.h"
 #include "core/templates.h"
 
 static void
@@ -82,6 +83,29 @@ package_cache(struct xb_buf *b, const struct xb_pkgcache_stats *pc)
         gauge(b, "execbox_package_cache_entries", "URLs the package cache holds now.", (double)pc->entries);
         gauge(b, "execbox_package_cache_max_bytes", "The package cache's bound (--package-cache-size).",
               (double)pc->max);
+}
+
+/* The shared install cache (core/instcache.h): the operator's too. */
+static void
+install_cache(struct xb_buf *b, const struct xb_inst_stats *ic)
+{
+        if (!ic)
+                return;
+        counter(b, "execbox_install_cache_hits_total", "Installs applied from the shared install cache (no dpkg run).",
+                ic->hits);
+        counter(b, "execbox_install_cache_misses_total", "Installs that ran apt-get install (and were kept).",
+                ic->misses);
+        family(b, "execbox_install_cache_bytes_total", "counter",
+               "Bytes of the install cache: stored into it, and applied from it into sandboxes.");
+        xb_buf_printf(b, "execbox_install_cache_bytes_total{direction=\"stored\"} %llu\n"
+                         "execbox_install_cache_bytes_total{direction=\"applied\"} %llu\n",
+                      (unsigned long long)ic->bytes_stored, (unsigned long long)ic->bytes_applied);
+        counter(b, "execbox_install_cache_evictions_total", "Install cache entries evicted, least recently used first.",
+                ic->evictions);
+        gauge(b, "execbox_install_cache_bytes", "Bytes the install cache's layers hold now.", (double)ic->size);
+        gauge(b, "execbox_install_cache_entries", "Installs the install cache holds now.", (double)ic->entries);
+        gauge(b, "execbox_install_cache_max_bytes", "The install cache's bound (--install-cache-size).",
+              (double)ic->max);
 }
 
 static void
@@ -244,6 +268,7 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
                 for (struct xb_template *t = s->templates; t; t = t->next)
                         nt++;
                 gauge(b, "execbox_templates", "Templates besides base.", (double)nt);
+                install_cache(b, xb_inst_stats(s));
                 counter(b, "execbox_snapshots_total", "Sandboxes snapshotted into templates.", m->snapshots);
                 counter(b, "execbox_forks_total", "Fork requests served.", m->forks);
                 counter(b, "execbox_layers_created_total", "Read-only layers added to the store.", m->layers_created);

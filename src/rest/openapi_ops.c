@@ -201,6 +201,9 @@ const struct xb_op_def xb_op_defs[] = {
         { .tool = "template_build", .tag = "templates", .errors = "404 409 422",
           .summary = "Build a template from steps (apt, files, run); the log streams as SSE." },
         { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409 429" },
+        /* With Accept: text/event-stream: progress and log events, then result or error. */
+        { .tool = "install", .tag = "sandboxes", .errors = "404 409 422",
+          .summary = "Install apt packages through the shared install cache; progress streams as SSE." },
         { .method = "GET", .path = "/v1/templates", .id = "template_list", .tag = "templates",
           .summary = "List templates: base and the snapshots you made.",
           .reply = JSON_REPLY("The templates.", "{\"type\": \"object\", \"properties\": {\"templates\": "

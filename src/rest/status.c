@@ -40,6 +40,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_TEMPLATE_IN_USE] = { 409, "delete the sandboxes made from it (and their forks) first" },
         [XB_E_TEMPLATE_BUILD_FAILED] = { 422, "fix the step the message names (its exit code and the end of its log "
                                               "are in it) and POST /v1/templates again" },
+        [XB_E_INSTALL_FAILED] = { 422, "check the package names (apt-cache policy NAME in the sandbox) and the end "
+                                       "of apt's output in the message, then install again" },
         [XB_E_TEMPLATE_NOT_READY] = { 504, "the template's start command did not become ready in time: check "
                                            "it with a sandbox of its `from`, or build it with a longer "
                                            "start.timeout_s" },

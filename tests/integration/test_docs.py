@@ -39,6 +39,7 @@ TOOLS = {
     "sandbox_snapshot": {"name"},
     "template_build": {"name"},
     "sandbox_fork": set(),
+    "install": {"apt"},
     "sandbox_pause": set(),
     "sandbox_resume": set(),
     "run_command": {"cmd"},

@@ -250,6 +250,9 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("template_build", "failing_step", {"name": "golden-bad", "from": None, "apt": None, "run": ["exit 3"],
                                               "env": None, "files": None, "workdir": None, "user": None,
                                               "start": None, "oci": None}, "error")
+    # A package the host has: apt needs no lists (this server's package source is fake).
+    m.call("install", "ok", {"sandbox_id": created, "apt": ["dpkg"]}, "ok", volatile={"key", "bytes", "duration_ms", "copy"})
+    m.call("install", "bad_name", {"sandbox_id": created, "apt": ["Bad Name"]}, "error")
     m.call("sandbox_fork", "ok", {"sandbox_id": created, "count": 1}, "ok", volatile={"sandboxes", "parent"})
     m.call("sandbox_fork", "too_many", {"sandbox_id": created, "count": 1000}, "error")
     m.call("sandbox_pause", "ok", {"sandbox_id": created}, "ok", volatile={"expires_in_ms", "created_at_ms"})

@@ -136,6 +136,7 @@ static const struct {
         { "sandbox_delete", "sandbox_id" },
         { "sandbox_snapshot", "name" },
         { "template_build", "name" },
+        { "install", "apt" },
         { "sandbox_fork", "" },
         { "sandbox_pause", "" },
         { "sandbox_resume", "" },
@@ -397,7 +398,7 @@ Test(catalog, tools_name_operations)
                 "sandbox_create", "sandbox_network", "sandbox_list", "sandbox_delete", "run_command", "process_start",
                 "process_read", "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
                 "sandbox_ports", "sandbox_snapshot", "template_build", "sandbox_fork", "sandbox_pause", "sandbox_resume",
-                NULL,
+                "install", NULL,
         };
 
         for (size_t i = 0; i < xb_catalog_count(); i++) {
