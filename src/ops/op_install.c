@@ -21,9 +21,15 @@
  * output; one that leaves does not stop the install. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -53,6 +59,10 @@ struct inst {
         struct xb_call *client;            /* NULL once it left */
         uint64_t t0_ms, timeout_s, bytes;
         int tar_pidfd;
+        pid_t key_pid;                     /* the key's reader (key_start), while it runs */
+        struct xb_io key_io;
+        char keybuf[sizeof(((struct xb_err *)0)->msg) + 4];   /* "K" or "E", then the key or the message */
+        size_t nkeybuf;
         char tail[TAIL_MAX + 1];
         size_t ntail;
 };
@@ -184,6 +194,18 @@ drop_builder(struct inst *in)
 }
 
 static void
+key_stop(struct inst *in)
+{
+        if (!in->key_pid)
+                return;
+        xb_io_stop(&in->key_io);
+        close(in->key_io.fd);
+        kill(in->key_pid, SIGKILL);
+        waitpid(in->key_pid, NULL, 0);
+        in->key_pid = 0;
+}
+
+static void
 cleanup(struct inst *in)
 {
         struct xb_sbx *x = in->view[0] ? xb_sbx_find(in->core, in->id, in->tenant) : NULL;
@@ -191,6 +213,7 @@ cleanup(struct inst *in)
         if (x)
                 xb_inst_detach(x, in->view);
         in->view[0] = 0;
+        key_stop(in);
         drop_builder(in);
         xb_inst_unstage(in->core, in->snap);
         in->snap[0] = 0;
@@ -471,6 +494,102 @@ parse_pkgs(json_t *apt, char ***ret, struct xb_err *err)
         return 0;
 }
 
+/* ---- the key, off the loop ----
+ * The key reads every byte of the target's writable layer, which the
+ * tenant sizes (up to its disk limit): a forked child reads it, at the
+ * lowest priority, and writes "K<0|1><hex>" or "E<message>" to a pipe,
+ * so the loop serves everyone else meanwhile. */
+
+static void
+keyed(struct inst *in)
+{
+        struct xb_sbx *x;
+
+        in->hit = xb_inst_lookup(in->core, in->key);
+        event(in, "key", json_pack("{s:s,s:b}", "key", in->key, "cached", in->hit));
+        if (in->hit) {
+                xb_inst_unstage(in->core, in->snap);
+                in->snap[0] = 0;
+                apply(in);
+                return;
+        }
+        if (!(x = xb_sbx_find(in->core, in->id, in->tenant)) || x->state != XB_SBX_READY) {
+                finish_fail(in, XB_E_INSTALL_FAILED, "sandbox %s ended during the install", in->id);
+                return;
+        }
+        build(in, x);
+}
+
+static void
+key_read(struct xb_io *io, uint32_t events)
+{
+        struct inst *in = io->data;
+        ssize_t n;
+        int st = 0;
+
+        (void)events;
+        n = read(io->fd, in->keybuf + in->nkeybuf, sizeof(in->keybuf) - 1 - in->nkeybuf);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n > 0 && (in->nkeybuf += (size_t)n) < sizeof(in->keybuf) - 1)
+                return;
+        /* EOF (or a full buffer): the child is done. */
+        in->keybuf[in->nkeybuf] = 0;
+        xb_io_stop(io);
+        close(io->fd);
+        waitpid(in->key_pid, &st, 0);
+        in->key_pid = 0;
+        if (in->keybuf[0] == 'K' && strlen(in->keybuf) == 2 + XB_INST_KEY_HEX - 1) {
+                in->fresh = in->keybuf[1] == '1';
+                memcpy(in->key, in->keybuf + 2, XB_INST_KEY_HEX);
+                keyed(in);
+        } else if (in->keybuf[0] == 'E') {
+                finish_fail(in, XB_E_INSTALL_FAILED, "%s", in->keybuf + 1);
+        } else {
+                finish_fail(in, XB_E_INSTALL_FAILED, "the install's key could not be read (status %d)", st);
+        }
+}
+
+static int
+key_start(struct inst *in, struct xb_sbx *x, struct xb_err *err)
+{
+        int p[2];
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+                return xb_err_set(err, errno, "a pipe for the install's key");
+        if ((pid = fork()) < 0) {
+                int e = errno;
+
+                close(p[0]);
+                close(p[1]);
+                return xb_err_set(err, e, "fork the install's key reader");
+        }
+        if (pid == 0) {
+                struct xb_err e = { 0 };
+                char key[XB_INST_KEY_HEX];
+                bool fresh = false;
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(p[0]);
+                if (setpriority(PRIO_PROCESS, 0, 19) < 0)
+                        _exit(2);
+                if (xb_inst_key(x, in->snap, in->pkgs, key, &fresh, &e) < 0)
+                        dprintf(p[1], "E%s", e.msg);
+                else
+                        dprintf(p[1], "K%c%s", fresh ? '1' : '0', key);
+                _exit(0);
+        }
+        close(p[1]);
+        in->key_pid = pid;
+        if (xb_io_start(in->core->loop, &in->key_io, p[0], EPOLLIN, key_read, in) < 0) {
+                in->key_io.fd = p[0];
+                key_stop(in);
+                return xb_err_set(err, errno ? errno : EIO, "watch the install's key reader");
+        }
+        return 0;
+}
+
 static void
 op_install(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
@@ -526,20 +645,8 @@ op_install(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         if (xb_call_wants_events(c))
                 xb_call_begin(c);
         xb_sbx_used(x);
-        if (xb_inst_stage(x, in->snap, &err) < 0 ||
-            xb_inst_key(x, in->snap, in->pkgs, in->key, &in->fresh, &err) < 0) {
+        if (xb_inst_stage(x, in->snap, &err) < 0 || key_start(in, x, &err) < 0)
                 finish_fail(in, err.ecode ? err.ecode : XB_E_INSTALL_FAILED, "%s", err.msg);
-                return;
-        }
-        in->hit = xb_inst_lookup(s, in->key);
-        event(in, "key", json_pack("{s:s,s:b}", "key", in->key, "cached", in->hit));
-        if (in->hit) {
-                xb_inst_unstage(s, in->snap);
-                in->snap[0] = 0;
-                apply(in);
-                return;
-        }
-        build(in, x);
 }
 
 const struct xb_op xb_ops_install[] = {
