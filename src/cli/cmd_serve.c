@@ -60,6 +60,8 @@ serve_usage(FILE *f)
               "  --drain-timeout DURATION  SIGTERM lets requests in flight finish this long\n"
               "                         (default 30s); creates get 503 meanwhile\n"
               "  --stop-sandboxes       delete every sandbox when the server exits\n"
+              "  --adopt-grace DURATION  a sandbox outlives a killed server this long, waiting\n"
+              "                         for the next one on the state dir (default 10m; 0: not)\n"
               "  --audit-max N          audit events kept per sandbox, oldest dropped (default 10000)\n"
               "  --network-max MODE     most network a sandbox may ask for: none, packages,\n"
               "                         allowlist or open (default open; sandboxes start with none)\n"

@@ -11,3 +11,9 @@ struct xb_sbx *xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const
 int xb__sbx_register(struct xb_sbx *x);
 /* The start latency, once x is both created and ready (metrics). */
 void xb__sbx_start_timed(struct xb_sbx *x);
+/* A re-adopted sandbox (adopt.c): its socket non-blocking and watched,
+ * and its pidfd; registered already. */
+void xb__sbx_adopt_watch(struct xb_sbx *x);
+/* Out of the registry, with no tombstone and its record kept (adopt.c:
+ * it is left for the next daemon). */
+void xb__sbx_unlist(struct xb_sbx *x);
