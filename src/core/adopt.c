@@ -43,8 +43,9 @@
 
 #define KEEP_DIR "keep"
 
-/* proc_adopt.c */
+/* proc_adopt.c, session_adopt.c */
 int xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
+int xb__session_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
 
 static void
 keep_path(const struct xb_core *s, const char *id, char *buf, size_t n)
@@ -100,9 +101,64 @@ xb_adopt_arm(struct xb_sbx *x)
         memcpy(x->keep_secret, secret, sizeof(secret));
         x->armed = true;
         xb_record_save(x);
+        /* A warm session claimed with the sandbox, started before. */
+        for (struct xb_session *ss = x->sessions; ss; ss = ss->next)
+                xb_adopt_hold_session(ss);
 out:
         while (x->nnet_keep)
                 close(x->net_keep[--x->nnet_keep]);
+}
+
+static void
+send_hold(struct xb_sbx *x, uint32_t tag, pid_t pid, const char *text, const int *fds, size_t nfds)
+{
+        uint8_t buf[XB_HOLD_NOTE_MAX + 128];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_HOLD, tag);
+        xb_msgw_u64(&w, XB_K_PID, (uint64_t)pid);
+        xb_msgw_str(&w, XB_K_DATA, text);
+        if (w.overflow || xb_msg_send(x->sb->sock, w.buf, w.len, fds, nfds) < 0)
+                xb_debug("sandbox %s: process %d will not outlive the daemon", x->id, (int)pid);
+}
+
+static void
+send_unhold(struct xb_sbx *x, uint32_t tag)
+{
+        uint8_t buf[64];
+        struct xb_msgw w;
+
+        if (!x->armed || !x->sb || x->state >= XB_SBX_DYING || !tag)
+                return;
+        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_UNHOLD, 0);
+        xb_msgw_u64(&w, XB_K_TARGET, tag);
+        xb_msg_send(x->sb->sock, w.buf, w.len, NULL, 0);
+}
+
+void
+xb_adopt_hold_session(struct xb_session *ss)
+{
+        struct xb_sbx *x = ss->sbx;
+        _cleanup_free_ char *text = NULL;
+        int fds[3] = { ss->in_fd, ss->out_fd, ss->err_fd };
+        json_t *note;
+
+        /* An unclaimed warm session is nobody's yet: it is not kept. */
+        if (!x->armed || !x->sb || ss->pid <= 0 || ss->in_fd < 0 || ss->out_fd < 0 || ss->err_fd < 0 ||
+            (ss->warm && !ss->claimed) || ss->state == SS_DEAD || ss->state == SS_STARTING)
+                return;
+        note = json_pack("{s:s,s:s,s:s,s:i}", "session", ss->id, "language", ss->language, "mode", ss->mode,
+                         "execution_count", ss->exec_count);
+        text = note ? json_dumps(note, JSON_COMPACT) : NULL;
+        json_decref(note);
+        if (text)
+                send_hold(x, ss->tag, ss->pid, text, fds, 3);
+}
+
+void
+xb_adopt_unhold_session(struct xb_session *ss)
+{
+        send_unhold(ss->sbx, ss->tag);
 }
 
 void
@@ -110,8 +166,6 @@ xb_adopt_hold(struct xb_proc *p)
 {
         struct xb_sbx *x = p->sbx;
         _cleanup_free_ char *text = NULL;
-        uint8_t buf[XB_HOLD_NOTE_MAX + 128];
-        struct xb_msgw w;
         int fds[2];
         size_t nfds = 0;
         json_t *note;
@@ -134,25 +188,14 @@ xb_adopt_hold(struct xb_proc *p)
                 return;
         fds[nfds++] = p->out_fd;
         fds[nfds++] = p->err_fd;
-        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_HOLD, p->tag);
-        xb_msgw_u64(&w, XB_K_PID, (uint64_t)p->pid);
-        xb_msgw_str(&w, XB_K_DATA, text);
-        if (w.overflow || xb_msg_send(x->sb->sock, w.buf, w.len, fds, nfds) < 0)
-                xb_debug("sandbox %s: process %d's output will not outlive the daemon", x->id, (int)p->pid);
+        send_hold(x, p->tag, p->pid, text, fds, nfds);
 }
 
 void
 xb_adopt_unhold(struct xb_proc *p)
 {
-        struct xb_sbx *x = p->sbx;
-        uint8_t buf[64];
-        struct xb_msgw w;
-
-        if (!x->armed || !x->sb || !p->background || !p->spawned || x->state >= XB_SBX_DYING)
-                return;
-        xb_msgw_init(&w, buf, sizeof(buf), XB_REQ_UNHOLD, 0);
-        xb_msgw_u64(&w, XB_K_TARGET, p->tag);
-        xb_msg_send(x->sb->sock, w.buf, w.len, NULL, 0);
+        if (p->background && p->spawned)
+                send_unhold(p->sbx, p->tag);
 }
 
 static uint64_t
@@ -203,13 +246,17 @@ read_held(struct xb_sbx *x, struct xb_err *err)
                 if (xb_msgr_u64(&r, XB_K_FLAGS, &flags) == 0 && (flags & XB_HELD_END))
                         return 0;
                 if (xb_msgr_u64(&r, XB_K_PID, &pid) < 0 || pid < 2 || pid > 4194304 ||
-                    xb_msgr_str(&r, XB_K_DATA, &note, &len) < 0 || nfds != 2 ||
+                    xb_msgr_str(&r, XB_K_DATA, &note, &len) < 0 || nfds < 2 || nfds > 3 ||
                     !(j = json_loadb(note, len, 0, NULL))) {
                         for (size_t i = 0; i < nfds; i++)
                                 close(fds[i]);
                         continue;   /* that one process is lost, not the sandbox */
                 }
-                if (xb__proc_adopt(x, r.tag, (pid_t)pid, j, fds, nfds) < 0)
+                if (json_is_string(json_object_get(j, "session"))) {
+                        if (xb__session_adopt(x, r.tag, (pid_t)pid, j, fds, nfds) < 0)
+                                xb_warn("sandbox %s: session %s lost", x->id,
+                                        json_string_value(json_object_get(j, "session")));
+                } else if (xb__proc_adopt(x, r.tag, (pid_t)pid, j, fds, nfds) < 0)
                         xb_warn("sandbox %s: process %d not re-adopted", x->id, (int)pid);
                 json_decref(j);
         }

@@ -268,9 +268,13 @@ void xb_records_close(struct xb_core *s);
 /* Arm x's init to outlive us (a claimed sandbox, once ready; with
  * --adopt-grace), then re-save its record. Idempotent. */
 void xb_adopt_arm(struct xb_sbx *x);
-/* Keep dups of a background process's pipes in init; drop them. */
+/* Keep dups of a background process's pipes (a session's: its driver's)
+ * in init; drop them. */
 void xb_adopt_hold(struct xb_proc *p);
 void xb_adopt_unhold(struct xb_proc *p);
+struct xb_session;
+void xb_adopt_hold_session(struct xb_session *ss);
+void xb_adopt_unhold_session(struct xb_session *ss);
 /* At exit without --stop-sandboxes: let go of every armed sandbox, alive,
  * for the next daemon (its init waits); how many. The rest is deleted by
  * xb_core_close as before. */

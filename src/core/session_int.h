@@ -94,6 +94,10 @@ bool xb__cell_charge_rich(struct xb__cell *c, uint64_t n);
 bool xb__cell_full(const struct xb__cell *c, const char *line, size_t len);
 void xb__cell_drop(struct xb__cell *c, uint64_t n);
 
+/* ---- session_io.c ---- */
+/* Watch the driver's pipes (ss's fds, made non-blocking). */
+void xb__session_watch(struct xb_session *ss);
+
 /* ---- sessions.c ---- */
 /* A driver's tag's callbacks (ctx: its session): init's events, and the
  * sandbox's death, which deletes the session. */

@@ -142,6 +142,7 @@ xb_session_claim_warm(struct xb_sbx *x, const char *language)
                                 return NULL;
                         }
                         ss->claimed = true;
+                        xb_adopt_hold_session(ss);
                         return ss;
                 }
         return NULL;
@@ -251,6 +252,7 @@ xb__session_ready(struct xb_session *ss)
         if (ss->state != SS_STARTING)
                 return;
         ss->state = SS_IDLE;
+        xb_adopt_hold_session(ss);
         start_reply(ss);
         xb__cell_start_next(ss);
 }
@@ -382,6 +384,7 @@ xb__session_died(struct xb_session *ss, const char *why)
 {
         if (ss->state == SS_DEAD)
                 return;
+        xb_adopt_unhold_session(ss);
         ss->state = SS_DEAD;
         snprintf(ss->death, sizeof(ss->death), "%s", why);
         if (ss->pid > 0 && ss->sbx->sb && ss->sbx->state < XB_SBX_DYING)

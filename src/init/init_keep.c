@@ -30,7 +30,7 @@
 struct hold {
         uint32_t tag;
         pid_t pid;
-        int fds[2];
+        int fds[3];                   /* a process's stdout, stderr; a session's stdin too */
         size_t nfds;
         size_t note_len;
         char note[XB_HOLD_NOTE_MAX];
@@ -125,7 +125,7 @@ xb_init_hold(const struct xb_msgr *r, int *fds, size_t nfds)
         uint64_t pid;
         struct hold *h;
 
-        if (!k.armed || nfds > 2 || find_hold(r->tag) || k.nholds >= HOLD_MAX ||
+        if (!k.armed || nfds > 3 || find_hold(r->tag) || k.nholds >= HOLD_MAX ||
             xb_msgr_str(r, XB_K_DATA, &note, &n) < 0 || n > XB_HOLD_NOTE_MAX ||
             xb_msgr_u64(r, XB_K_PID, &pid) < 0) {
                 /* Not kept: the command's output dies with this daemon. */

@@ -28,7 +28,8 @@ enum xb_msg_type {
          * secret, TIMEOUT_MS the grace; fds: the listening socket, the uid
          * slot's lock, then the egress sockets (if any). */
         XB_REQ_KEEP = 6,
-        XB_REQ_HOLD = 7,      /* tag = a spawn's; DATA the daemon's note; fds: its output pipes' read ends */
+        XB_REQ_HOLD = 7,      /* tag = a spawn's; PID, DATA the daemon's note; fds: the daemon's ends of
+                               * its pipes (at most 3) */
         XB_REQ_UNHOLD = 8,    /* TARGET: drop what HOLD kept */
         XB_REQ_HELLO = 9,     /* a new daemon, first on an accepted connection: DATA the secret */
         XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
