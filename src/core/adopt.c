@@ -46,6 +46,7 @@
 /* proc_adopt.c, session_adopt.c */
 int xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
 int xb__session_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
+void xb__sessions_lost(struct xb_sbx *x, json_t *listed);
 
 static void
 keep_path(const struct xb_core *s, const char *id, char *buf, size_t n)
@@ -329,6 +330,8 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
         x->refs = 1;
         x->state = XB_SBX_READY;
         x->armed = true;
+        /* New tags above every one init still uses (adopted ones go below). */
+        x->next_tag = a.max_tag;
         memcpy(x->keep_secret, secret, XB_KEEP_SECRET_LEN + 1);
         memcpy(x->id, id, XB_SANDBOX_ID_LEN);
         x->tenant = tenant;
@@ -370,9 +373,9 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
         }
         while (nnet)
                 close(net[--nnet]);
-        json_decref(rec);
         if (xb__sbx_register(x) < 0) {
                 r = xb_err_set(err, ENOMEM, "register the sandbox");
+                json_decref(rec);
                 goto fail;
         }
         {
@@ -384,10 +387,13 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
         x->fds_base = xb_fds_charge(x, XB_FDS_PER_SANDBOX_BASE, NULL) == 0;
         x->audit = xb_audit_open(s->audits, x->id, x->tenant);
         if ((r = read_held(x, err)) < 0) {
+                json_decref(rec);
                 xb_sbx_destroy(x, XB_SBX_SHUTDOWN, "the daemon restarted and could not re-adopt the sandbox");
                 xb__sbx_adopt_watch(x);
                 return r;
         }
+        xb__sessions_lost(x, json_object_get(rec, "sessions"));
+        json_decref(rec);
         xb_audit_add(x->audit, "adopt", json_pack("{s:i}", "processes", (int)x->nprocs));
         xb__sbx_adopt_watch(x);
         xb_sbx_touch(x, timeout_s > 0 ? (uint64_t)timeout_s * 1000 : XB_TTL_DEFAULT_MS);

@@ -23,6 +23,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/core.h"
+#include "core/sessions.h"
 
 #define RECORDS_DIR "sandboxes"
 #define TOMBS_LOG "tombs.log"
@@ -324,6 +325,7 @@ xb_record_save(struct xb_sbx *x)
                         json_object_set_new(j, "network", xb_netpol_json(xb_net_policy(x->net)));
                 if (x->cwd)
                         json_object_set_new(j, "cwd", json_string(x->cwd));
+                json_object_set_new(j, "sessions", xb_session_record_json(x));
         }
         if (x->lowers) {
                 json_t *a = json_array();

@@ -16,6 +16,7 @@
 #include "core/sessions.h"
 
 int xb__session_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
+void xb__sessions_lost(struct xb_sbx *x, json_t *listed);
 
 int
 xb__session_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds)
@@ -59,4 +60,40 @@ fail:
         for (size_t i = 0; i < nfds; i++)
                 close(fds[i]);
         return -EINVAL;
+}
+
+/* The sessions x's record lists that init did not hand back: shown lost
+ * (dead, with why and what to do) rather than forgotten. A restart of one
+ * starts a new interpreter. */
+void
+xb__sessions_lost(struct xb_sbx *x, json_t *listed)
+{
+        size_t i;
+        json_t *v;
+
+        json_array_foreach(listed, i, v) {
+                const char *id = json_string_value(json_object_get(v, "id"));
+                const char *lang = json_string_value(json_object_get(v, "language"));
+                struct xb_session *ss;
+
+                if (!id || strlen(id) != 16 || !lang || strlen(lang) > 60 || xb_session_find(x, id) ||
+                    x->nsessions >= XB_SESSIONS_PER_SANDBOX || !(ss = calloc(1, sizeof(*ss))))
+                        continue;
+                ss->sbx = x;
+                ss->in_fd = ss->out_fd = ss->err_fd = -1;
+                ss->inbuf.max = 64u << 20;
+                ss->line.max = XB__LINE_MAX_BYTES + 65536;
+                ss->errtail.max = XB__STDERR_TAIL + 1;
+                memcpy(ss->id, id, 17);
+                snprintf(ss->language, sizeof(ss->language), "%s", lang);
+                snprintf(ss->mode, sizeof(ss->mode), "%s", xb__driver_mode(lang));
+                ss->state = SS_DEAD;
+                ss->lost = true;
+                snprintf(ss->death, sizeof(ss->death), "%s", XB__SESSION_LOST);
+                ss->started_ms = xb_now_ms();
+                xb_sbx_ref(x);
+                ss->next = x->sessions;
+                x->sessions = ss;
+                x->nsessions++;
+        }
 }

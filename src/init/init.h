@@ -55,6 +55,10 @@ size_t xb_init_watch_fds(struct pollfd *pfd, size_t max, int *idx);
 /* Read and forward watch idx's events. */
 void xb_init_watch_read(int idx);
 
+/* The highest tag init still uses (children, watches): a new daemon's
+ * tags start above it. */
+uint32_t xb_init_max_tag(void);
+uint32_t xb_init_watch_max_tag(void);
 /* init_keep.c: outliving the daemon (KEEP, HOLD, UNHOLD; HELLO on the
  * listening socket). */
 void xb_init_keep(const struct xb_msgr *r, int *fds, size_t nfds);

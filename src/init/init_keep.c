@@ -193,6 +193,14 @@ hand_back(int sock)
         memcpy(fds + 1, k.net, k.nnet * sizeof(int));
         xb_msgw_init(&w, buf, sizeof(buf), XB_EV_KEPT, 0);
         xb_msgw_u64(&w, XB_K_COUNT, k.nnet);
+        {
+                uint32_t m = xb_init_max_tag();
+
+                for (size_t i = 0; i < k.nholds; i++)
+                        if (k.holds[i].tag > m)
+                                m = k.holds[i].tag;
+                xb_msgw_u64(&w, XB_K_TARGET, m);
+        }
         if (!send_or_drop(sock, &w, fds, 1 + k.nnet))
                 return false;
         for (size_t i = 0; i < k.nholds; i++) {

@@ -655,3 +655,14 @@ xb_init_reap(void)
                 }
         }
 }
+
+uint32_t
+xb_init_max_tag(void)
+{
+        uint32_t m = xb_init_watch_max_tag();
+
+        for (size_t i = 0; i < nchildren; i++)
+                if (children[i].tag > m)
+                        m = children[i].tag;
+        return m;
+}

@@ -45,7 +45,8 @@ enum xb_msg_type {
         XB_EV_FILE = 104,     /* tag = request tag; reply to XB_REQ_FILE */
         XB_EV_WATCH = 105,    /* tag = watch tag; ERRNO (first reply; nonzero ends it), WEVENT...,
                                * FLAGS (XB_WATCH_OVERFLOW, XB_WATCH_END) */
-        XB_EV_KEPT = 106,     /* after HELLO: fds: the slot's lock, then the egress sockets */
+        XB_EV_KEPT = 106,     /* after HELLO: COUNT egress sockets, TARGET the highest tag in use;
+                               * fds: the slot's lock, then the egress sockets */
         XB_EV_HELD = 107,     /* then one per HOLD: tag, PID, DATA, fds; the last has FLAGS XB_HELD_END
                                * (and no tag); then events init queued while alone */
 };

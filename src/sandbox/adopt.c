@@ -103,7 +103,7 @@ check_pid(struct xb_engine *e, pid_t pid, uint32_t slot, struct xb_err *err)
 }
 
 int
-xb_sandbox_adopt(struct xb_engine *e, const struct xb_adopt_spec *a, int net[3], size_t *nnet,
+xb_sandbox_adopt(struct xb_engine *e, struct xb_adopt_spec *a, int net[3], size_t *nnet,
                  struct xb_sandbox **ret, struct xb_err *err)
 {
         _cleanup_free_ struct xb_sandbox *sb = calloc(1, sizeof(*sb));
@@ -155,6 +155,12 @@ xb_sandbox_adopt(struct xb_engine *e, const struct xb_adopt_spec *a, int net[3],
                         close(fds[i]);
                 rr = xb_err_msg(err, EPROTO, "its init refused us or did not answer (%zd)", n);
                 goto fail;
+        }
+        {
+                uint64_t m = 0;
+
+                xb_msgr_u64(&r, XB_K_TARGET, &m);
+                a->max_tag = m <= UINT32_MAX ? (uint32_t)m : 0;
         }
         sb->slot_fd = fds[0];
         for (size_t i = 0; i < count; i++)

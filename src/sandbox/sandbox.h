@@ -180,12 +180,13 @@ struct xb_adopt_spec {
         uint32_t slot;
         struct xb_cgroup_limits limits;
         uint64_t disk;
+        uint32_t max_tag;             /* out: the highest tag init still uses */
 };
 /* Re-attach to the init of an earlier daemon's sandbox: connect, prove
  * the secret, take back the slot (KEPT); net gets the egress sockets
  * (*nnet of them, at most 3). sb->sock is left blocking (2 s timeouts) for
  * the caller to read the HELD messages; then it sets it non-blocking. */
-int xb_sandbox_adopt(struct xb_engine *e, const struct xb_adopt_spec *a, int net[3], size_t *nnet,
+int xb_sandbox_adopt(struct xb_engine *e, struct xb_adopt_spec *a, int net[3], size_t *nnet,
                      struct xb_sandbox **ret, struct xb_err *err);
 
 /* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */

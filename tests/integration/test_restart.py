@@ -441,3 +441,34 @@ def test_sigterm_leaves_armed_sandboxes_for_the_next_server(execbox, server_fact
     while not cgroups_gone(cg) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert cgroups_gone(cg) and records(state) == set()
+
+
+def test_a_session_that_cannot_be_reattached_is_marked_lost(execbox, server_factory, tmp_path):
+    s1 = sf.start_server(execbox, str(tmp_path / "killed"), *SURVIVE, pool=0)
+    state = s1.state_dir
+    try:
+        sid = s1.create()["id"]
+        ok = expect(s1.post(f"/v1/sandboxes/{sid}/sessions", {"language": "python"}, timeout=90), 201).json()["id"]
+        expect(s1.post(f"/v1/sandboxes/{sid}/sessions/{ok}/run", {"code": "y = 1"}, timeout=120), 200)
+        # Its interpreter takes a second to start: killed before it is
+        # ready, the daemon never handed its pipes to init.
+        r = expect(s1.post(f"/v1/sandboxes/{sid}/sessions", {"language": "python"}, timeout=90), 201).json()
+        kill_server(s1)
+        assert r["state"] == "starting", r
+    finally:
+        if s1.alive():
+            kill_server(s1)
+    s2 = server_factory(*SURVIVE, state_dir=state, pool=0)
+    states = {s["id"]: s for s in expect(s2.get(f"/v1/sandboxes/{sid}/sessions"), 200).json()["sessions"]}
+    assert states[ok]["state"] == "idle", states
+    lost = states[r["id"]]
+    assert lost["state"] == "lost" and "restart" in lost["error"], lost
+    err = expect_error(s2.post(f"/v1/sandboxes/{sid}/sessions/{r['id']}/run", {"code": "1"}, timeout=60), 409)
+    assert "lost in a restart of the server" in err["message"] and err["hint"], err
+    # A restart brings it back with a new interpreter.
+    expect(s2.post(f"/v1/sandboxes/{sid}/sessions/{r['id']}/restart", {}, timeout=90), 200)
+    res = expect(s2.post(f"/v1/sandboxes/{sid}/sessions/{r['id']}/run", {"code": "print(2)"}, timeout=120),
+                 200).json()
+    assert res["status"] == "ok", res
+    s2.remove(sid)
+    s2.stop()
