@@ -393,10 +393,21 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
                 return r;
         }
         xb__sessions_lost(x, json_object_get(rec, "sessions"));
-        json_decref(rec);
-        xb_audit_add(x->audit, "adopt", json_pack("{s:i}", "processes", (int)x->nprocs));
-        xb__sbx_adopt_watch(x);
-        xb_sbx_touch(x, timeout_s > 0 ? (uint64_t)timeout_s * 1000 : XB_TTL_DEFAULT_MS);
+        {
+                const char *st = json_string_value(json_object_get(rec, "state"));
+                struct xb_err perr = { 0 };
+                bool pause = st && !strcmp(st, "paused");
+                bool pause_auto = json_is_true(json_object_get(keep, "pause_auto"));
+
+                json_decref(rec);
+                xb_audit_add(x->audit, "adopt", json_pack("{s:i,s:i}", "processes", (int)x->nprocs, "sessions",
+                                                          (int)x->nsessions));
+                xb__sbx_adopt_watch(x);
+                xb_sbx_touch(x, timeout_s > 0 ? (uint64_t)timeout_s * 1000 : XB_TTL_DEFAULT_MS);
+                /* Paused when the earlier daemon died: thawed to answer, paused again. */
+                if (pause && xb_sbx_pause(x, pause_auto, &perr) < 0)
+                        xb_warn("sandbox %s: not paused again: %s", x->id, perr.msg);
+        }
         xb_record_save(x);
         s->m.sandboxes_adopted++;
         xb_info("sandbox %s (of an earlier daemon) re-adopted with %u processes", x->id, x->nprocs);
@@ -499,7 +510,8 @@ leave_one(struct xb_sbx *x, void *data)
 
         if (!x->armed || x->state != XB_SBX_READY || !x->sb)
                 return;
-        xb__sbx_thaw(x);   /* the next daemon knows nothing of a pause */
+        /* A paused one stays frozen: its record says so, and the next
+         * daemon thaws it to re-attach, then pauses it again. */
         xb__sbx_unlist(x);
         xb_timer_stop(&x->expiry);
         for (struct xb_proc *p = x->procs; p; p = p->next) {

@@ -319,8 +319,8 @@ xb_record_save(struct xb_sbx *x)
 
                 for (char **e = x->env; e && *e; e++)
                         json_array_append_new(env, json_string(*e));
-                json_object_set_new(j, "keep", json_pack("{s:s,s:i,s:o}", "secret", x->keep_secret, "pid",
-                                                         (int)x->sb->pid, "env", env));
+                json_object_set_new(j, "keep", json_pack("{s:s,s:i,s:o,s:b}", "secret", x->keep_secret, "pid",
+                                                         (int)x->sb->pid, "env", env, "pause_auto", x->pause_auto));
                 if (x->net)
                         json_object_set_new(j, "network", xb_netpol_json(xb_net_policy(x->net)));
                 if (x->cwd)

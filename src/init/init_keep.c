@@ -95,8 +95,9 @@ xb_init_keep(const struct xb_msgr *r, int *fds, size_t nfds)
 
         if (k.armed || nfds < 2 || nfds > 2 + NET_MAX || xb_msgr_str(r, XB_K_DATA, &sec, &n) < 0 ||
             n != XB_KEEP_SECRET_LEN || xb_msgr_u64(r, XB_K_TIMEOUT_MS, &grace) < 0 || grace == 0) {
+                /* Not armed: it ends with this daemon, as without. A reply
+                 * with tag 0 would be taken for a setup failure. */
                 close_all(fds, nfds);
-                xb_init_error(r->tag, EINVAL, "keep request");
                 return;
         }
         memcpy(k.secret, sec, n);

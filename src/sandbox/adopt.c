@@ -138,6 +138,12 @@ xb_sandbox_adopt(struct xb_engine *e, struct xb_adopt_spec *a, int net[3], size_
                 return xb_err_set(err, errno, "socket");
         setsockopt(sb->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         setsockopt(sb->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        /* A paused sandbox's init is frozen and could not answer: thaw
+         * the slot's group first (the caller pauses it again). */
+        snprintf(name, sizeof(name), "u%u", a->slot);
+        if ((rr = xb_cgroup_open(e->cgroups, name, &a->limits, &sb->cg, err)) < 0)
+                goto fail;
+        xb_cgroup_freeze(sb->cg, false);
         if (connect(sb->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 rr = xb_err_set(err, errno, "its init does not answer");
                 goto fail;
@@ -177,11 +183,6 @@ xb_sandbox_adopt(struct xb_engine *e, struct xb_adopt_spec *a, int net[3], size_
                 xb_err_set(err, -rr, "uid slot %u", a->slot);
                 goto fail_net;
         }
-        snprintf(name, sizeof(name), "u%u", a->slot);
-        if ((rr = xb_cgroup_open(e->cgroups, name, &a->limits, &sb->cg, err)) < 0) {
-                xb_uidpool_release(&e->uids, a->slot);
-                goto fail_net;
-        }
         sb->has_layer = e->store && xb_store_has(e->store, "sbx", a->id);
         *ret = TAKE_PTR(sb);
         return 0;
@@ -190,6 +191,7 @@ fail_net:
                 close(net[i]);
         *nnet = 0;
 fail:
+        xb_cgroup_close(sb->cg);
         if (sb->pidfd >= 0)
                 close(sb->pidfd);
         if (sb->slot_fd >= 0)

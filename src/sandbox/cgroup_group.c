@@ -480,11 +480,20 @@ fail:
                 int e = errno;
 
                 xb_err_set(err, e, "open cgroup %s", cg->name);
-                close_fd(&cg->v2);
-                close_fd(&cg->oom_fd);
-                for (int i = 0; i < NCTL; i++)
-                        close_fd(&cg->v1[i]);
-                free(cg);
+                xb_cgroup_close(cg);
                 return -e;
         }
+}
+
+void
+xb_cgroup_close(struct xb_cgroup *cg)
+{
+        if (!cg)
+                return;
+        close_fd(&cg->v2);
+        close_fd(&cg->oom_fd);
+        close_fd(&cg->oom_ctl_fd);
+        for (int i = 0; i < NCTL; i++)
+                close_fd(&cg->v1[i]);
+        free(cg);
 }

@@ -472,3 +472,27 @@ def test_a_session_that_cannot_be_reattached_is_marked_lost(execbox, server_fact
     assert res["status"] == "ok", res
     s2.remove(sid)
     s2.stop()
+
+
+def test_a_paused_sandbox_is_readopted_paused(execbox, server_factory, tmp_path):
+    s1 = sf.start_server(execbox, str(tmp_path / "killed"), *SURVIVE, pool=0)
+    state = s1.state_dir
+    try:
+        sid = s1.create()["id"]
+        p = start_bg(s1, sid, "i=0; while :; do echo $i; i=$((i+1)); sleep 0.1; done")
+        time.sleep(0.3)
+        expect(s1.post(f"/v1/sandboxes/{sid}/pause", {}), 200)
+        assert expect(s1.get(f"/v1/sandboxes/{sid}"), 200).json()["state"] == "paused"
+    finally:
+        kill_server(s1)
+    s2 = server_factory(*SURVIVE, state_dir=state, pool=0)
+    # Its frozen init was thawed to answer, then it was paused again.
+    assert expect(s2.get(f"/v1/sandboxes/{sid}"), 200).json()["state"] == "paused"
+    expect_error(s2.get(f"/v1/sandboxes/{sid}/processes/{p['pid']}/output"), 409, "paused")
+    expect(s2.post(f"/v1/sandboxes/{sid}/resume", {}), 200)
+    deadline = time.monotonic() + 5
+    while len(output(s2, sid, p["pid"]).split()) < 3:
+        assert time.monotonic() < deadline, "it did not resume"
+        time.sleep(0.1)
+    s2.remove(sid)
+    s2.stop()
