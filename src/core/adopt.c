@@ -39,6 +39,7 @@
 #include "core/session_int.h"
 #include "core/templates.h"
 #include "net/policy.h"
+#include "proc/env.h"
 #include "proto/wire.h"
 
 #define KEEP_DIR "keep"
@@ -359,8 +360,18 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
         if (tname) {
                 struct xb_template *t = xb_template_find(s, tname, tenant);
 
-                if (t)
+                /* Its reference (and workdir); the layers stay the
+                 * record's, which are what the sandbox has mounted. */
+                if (t) {
+                        char **mine = x->lowers;
+
+                        x->lowers = NULL;
                         xb_template_attach(x, t);
+                        if (mine) {
+                                xb_strv_free(x->lowers);
+                                x->lowers = mine;
+                        }
+                }
         }
         if (s->net && (x->net = xb_net_new(s->net, x->id))) {
                 set_policy(x, rec);
