@@ -496,3 +496,33 @@ def test_a_paused_sandbox_is_readopted_paused(execbox, server_factory, tmp_path)
         time.sleep(0.1)
     s2.remove(sid)
     s2.stop()
+
+
+def test_sigkill_of_a_readopted_init_is_noticed_within_a_second(execbox, server_factory, tmp_path):
+    s1 = sf.start_server(execbox, str(tmp_path / "killed"), *SURVIVE, pool=0)
+    state = s1.state_dir
+    try:
+        sid = s1.create()["id"]
+        rec = json.load(open(os.path.join(state, "sandboxes", f"{sid}.json")))
+        init = rec["keep"]["pid"]
+        cgs = sandbox_cgroups(s1, sid)
+    finally:
+        kill_server(s1)
+    s2 = server_factory(*SURVIVE, state_dir=state, pool=0)
+    expect(s2.get(f"/v1/sandboxes/{sid}"), 200)
+    # No longer the daemon's child: its end is seen through its pidfd.
+    with open(f"/proc/{init}/status") as f:
+        assert int([line.split()[1] for line in f if line.startswith("PPid:")][0]) != s2.pid
+    t0 = time.monotonic()
+    os.kill(init, signal.SIGKILL)
+    while (r := s2.get(f"/v1/sandboxes/{sid}")).status_code == 200:
+        assert time.monotonic() - t0 < 1.0, "the death of a re-adopted init was not noticed within 1 s"
+        time.sleep(0.02)
+    err = expect_error(r, 410, "sandbox_gone")
+    assert "init exited" in err["message"], err
+    deadline = time.monotonic() + 5
+    while not cgroups_gone(cgs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert cgroups_gone(cgs), cgs
+    assert records(state) == set() and not os.listdir(os.path.join(state, "keep"))
+    s2.stop()
