@@ -57,7 +57,8 @@ xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err)
                 return r;
         if (x->net)
                 xb_net_set_policy(x->net, p);
-        xb_record_save(x);
+        if (x->armed)
+                xb_record_save(x);   /* the next daemon restores it */
         return 0;
 }
 
