@@ -76,5 +76,7 @@ xb_cmd_mcp(int argc, char **argv)
                 return XB_EXIT_OWN_ERROR;
         if (a.server)
                 return xb_mcp_bridge(a.server, a.token);
+        /* Its sandboxes are its stdio peer's: they end with it. */
+        a.o.adopt_grace_ms = 0;
         return in_process(&a.o);
 }

@@ -35,7 +35,7 @@ enum {
         O_ACCESS_LOG, O_AUDIT_KEEP, O_AUDIT_MAX,
         O_NET_MAX, O_NET_DENY, O_PKG_SOURCE, O_DNS_SERVER, O_NET_CONNS, O_NET_RATE, O_UPSTREAM_CA, O_APPROVAL_TIMEOUT,
         O_LAYERS, O_STORE_SIZE, O_MOUNT_OWNER, O_PKG_CACHE_SIZE, O_INST_CACHE_SIZE,
-        O_PAUSED_TTL, O_MAX_LIFETIME, O_DRAIN_TIMEOUT, O_STOP_SANDBOXES,
+        O_PAUSED_TTL, O_MAX_LIFETIME, O_DRAIN_TIMEOUT, O_STOP_SANDBOXES, O_ADOPT_GRACE,
         O_MAX_MEM, O_MAX_PIDS, O_MAX_CPUS, O_MAX_DISK, O_QUOTA,
 };
 
@@ -104,6 +104,7 @@ static const struct {
         { { "paused-ttl", required_argument, NULL, O_PAUSED_TTL }, SERVE },
         { { "max-lifetime", required_argument, NULL, O_MAX_LIFETIME }, SERVE },
         { { "drain-timeout", required_argument, NULL, O_DRAIN_TIMEOUT }, SERVE },
+        { { "adopt-grace", required_argument, NULL, O_ADOPT_GRACE }, SERVE },
         { { "stop-sandboxes", no_argument, NULL, O_STOP_SANDBOXES }, SERVE },
         { { "verbose", no_argument, NULL, O_VERBOSE }, SERVE | MCP },
         { { "config", required_argument, NULL, O_CONFIG }, SERVE | MCP, FLAG_ONLY },
@@ -134,6 +135,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->paused_ttl_ms = XB_PAUSED_TTL_DEFAULT_MS;
         o->max_lifetime_ms = XB_LIFETIME_MAX_DEFAULT_MS;
         o->drain_timeout_ms = XB_DRAIN_TIMEOUT_DEFAULT_MS;
+        o->adopt_grace_ms = XB_ADOPT_GRACE_DEFAULT_MS;
         o->defaults.wall_ms = 0;
         o->network_max = XB_NET_OPEN;
         o->network_deny = a->net_deny;
@@ -357,6 +359,11 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                         r = xb_err_msg(err, ERANGE, "at most an hour (1h)");
                 break;
         case O_STOP_SANDBOXES: o->stop_sandboxes = true; break;
+        case O_ADOPT_GRACE:
+                r = parse_seconds(arg, &o->adopt_grace_ms, err);
+                if (!r && o->adopt_grace_ms > 7 * 24 * 3600 * 1000ull)
+                        r = xb_err_msg(err, ERANGE, "at most a week (168h)");
+                break;
         case O_AUDIT_MAX:
                 r = xb_parse_u64(arg, &v, err);
                 if (!r && (v < 1 || v > 1000000))

@@ -81,6 +81,9 @@ xb_core_open(const struct xb_core_opts *o, struct xb_loop *loop, struct xb_core 
                 xb_warn("sandbox records and tombstones are not kept in %s: %s", o->state_dir, strerror(-r));
         xb_core_approvals_open(c);
         xb_core_peers_open(c);
+        /* Armed sandboxes that outlived the earlier daemon: before the
+         * stale-cgroup sweep, which spares the slots they hold. */
+        xb_adopt_all(c);
         /* Cgroups of an earlier execbox that died without cleaning up. */
         xb_engine_reap_stale(c->eng);
         xb_pool_fill(c);
@@ -136,7 +139,7 @@ xb_core_close(struct xb_core *c)
         xb_templates_close(c);
         xb_records_close(c);
         /* Every sandbox ended: the /etc views of this server's egress CA go too. */
-        if (c->ndying == 0 && c->o.network && c->o.net.tls)
+        if (c->ndying == 0 && !c->nleft && c->o.network && c->o.net.tls)
                 xb_etcview_remove_ca(c->eng->runtime_fd, xb_tls_ca_pem(c->o.net.tls));
         xb_engine_close(c->eng);
         xb_audits_free(c->audits);

@@ -90,6 +90,7 @@ struct xb_core_opts {
         uint64_t paused_ttl_ms;       /* --paused-ttl: default and ceiling of paused_ttl_s; 0: the built-in */
         uint64_t max_lifetime_ms;     /* --max-lifetime: default and ceiling of max_lifetime_s; 0: the built-in */
         uint64_t install_cache_size;  /* --install-cache-size: the install cache's bound; 0: none */
+        uint64_t adopt_grace_ms;      /* --adopt-grace: how long a sandbox waits for the next daemon; 0: not */
 };
 
 /* What is remembered of an ended sandbox (tombs.c). */
@@ -128,6 +129,8 @@ struct xb_core {
         unsigned tomb_next;
         bool records_on;              /* state_fd and records_dir_fd are open (records.c) */
         int state_fd, records_dir_fd;  /* state_dir and its sandboxes/ */
+        unsigned nleft;               /* sandboxes left alive for the next daemon (xb_core_leave) */
+        json_t *adopt_todo;           /* records of live sandboxes to re-adopt at start (adopt.c) */
         unsigned tomb_lines;          /* appended to tombs.log since its last compaction */
         struct xb_template *templates;   /* templates.h: snapshots, persisted under state_dir */
         char *templates_dir;          /* state_dir/templates; NULL: none kept */
@@ -234,6 +237,11 @@ struct xb_sbx {
         unsigned refs;                /* held by in-flight work; freed at 0 once dead */
         unsigned fds;                 /* the daemon's fds it holds, charged to its tenant (fds.c) */
         bool fds_base;                /* its own share is charged */
+        /* Outliving the daemon (adopt.c): its init waits for the next one. */
+        bool armed;
+        char keep_secret[XB_KEEP_SECRET_LEN + 1];
+        int net_keep[3];              /* dups of the egress sockets, until armed */
+        unsigned nnet_keep;
 };
 
 #define XB_OUTPUT_BUDGET_DEFAULT ((uint64_t)1 << 30)
@@ -279,6 +287,30 @@ int xb_tomb_err(const struct xb_tomb *t, struct xb_err *err);
  * daemon that died reaped into tombstones (m.sandboxes_reaped). -errno. */
 int xb_records_open(struct xb_core *s);
 void xb_records_close(struct xb_core *s);
+/* ---- outliving the daemon (adopt.c) ---- */
+/* Arm x's init to outlive us (a claimed sandbox, once ready; with
+ * --adopt-grace), then re-save its record. Idempotent. */
+void xb_adopt_arm(struct xb_sbx *x);
+/* Keep dups of a background process's pipes (a session's: its driver's)
+ * in init; drop them. */
+void xb_adopt_hold(struct xb_proc *p);
+void xb_adopt_unhold(struct xb_proc *p);
+struct xb_session;
+void xb_adopt_hold_session(struct xb_session *ss);
+void xb_adopt_unhold_session(struct xb_session *ss);
+/* At exit without --stop-sandboxes: let go of every armed sandbox, alive,
+ * for the next daemon (its init waits); how many. The rest is deleted by
+ * xb_core_close as before. */
+unsigned xb_core_leave(struct xb_core *s);
+/* At start: re-adopt the sandboxes records_open set aside (adopt_todo);
+ * reap the ones that cannot be. */
+void xb_adopt_all(struct xb_core *s);
+/* A record's end at start (records.c): a tombstone, its cgroup; false if
+ * the record is not one. */
+bool xb__record_reap(struct xb_core *s, const char *name);
+/* Whether sandbox id was armed (its keep socket is there). */
+bool xb_adopt_armed_id(struct xb_core *s, const char *id);
+
 /* Write x's record atomically (a registered sandbox), or remove it. */
 void xb_record_save(struct xb_sbx *x);
 void xb_record_drop(struct xb_sbx *x);
@@ -357,6 +389,8 @@ struct xb_pending_ops {
 };
 /* A new tag for ops and ctx (borrowed until deleted); 0 when out of memory. */
 uint32_t xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx);
+/* The same, for the given tag (a re-adopted process's); 0 if taken. */
+uint32_t xb_sbx_pending_add_at(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx, uint32_t tag);
 /* Forget tag; a tag not in the table (died already ran) is ignored. */
 void xb_sbx_pending_del(struct xb_sbx *x, uint32_t tag);
 /* A client waits on the sandbox's work (a command, a read, a cell): expiry

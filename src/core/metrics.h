@@ -30,6 +30,7 @@ struct xb_metrics {
         uint64_t sandboxes_created, sandboxes_deleted, sandboxes_expired, pool_hits, pool_misses;
         uint64_t pauses;
         uint64_t sandboxes_reaped;               /* of an earlier daemon, at start (records.c) */
+        uint64_t sandboxes_adopted;              /* of an earlier daemon, alive and re-adopted (adopt.c) */
         uint64_t execs, execs_by_status[XB_ST_RUNNING + 1];
         struct xb_hist exec_duration;
         struct xb_hist start_hit, start_miss;    /* create until init is ready */

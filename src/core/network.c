@@ -4,8 +4,10 @@
  * and the decisions are net/'s. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/log.h"
@@ -55,6 +57,8 @@ xb_sbx_set_network(struct xb_sbx *x, struct xb_netpol *p, struct xb_err *err)
                 return r;
         if (x->net)
                 xb_net_set_policy(x->net, p);
+        if (x->armed)
+                xb_record_save(x);   /* the next daemon restores it */
         return 0;
 }
 
@@ -132,6 +136,11 @@ xb__sbx_network_ready(struct xb_sbx *x)
                 xb_warn("sandbox %s: no egress sockets (%s)", x->id, strerror(-r));
                 return;
         }
+        /* Dups for init, should x be armed to outlive us (adopt.c). */
+        if (x->core->o.adopt_grace_ms && x->core->records_on)
+                for (int i = 0; i < 3; i++)
+                        if ((x->net_keep[x->nnet_keep] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) >= 0)
+                                x->nnet_keep++;
         if (xb_net_attach(x->net, fds, &err) < 0)
                 xb_warn("sandbox %s: %s", x->id, err.msg);
 }

@@ -40,6 +40,8 @@ xb_sbx_pause(struct xb_sbx *x, bool auto_resume, struct xb_err *err)
         x->core->npaused++;
         x->core->m.pauses++;
         xb_sbx_arm(x);
+        if (x->armed)
+                xb_record_save(x);   /* the next daemon pauses it again */
         xb_debug("sandbox %s paused", x->id);
         return 0;
 }
@@ -59,6 +61,8 @@ xb__sbx_thaw(struct xb_sbx *x)
                 xb_warn("cannot thaw sandbox %s: %s", x->id, strerror(-r));
         else
                 xb_debug("sandbox %s resumed", x->id);
+        if (x->armed && x->state < XB_SBX_DYING)
+                xb_record_save(x);
 }
 
 void

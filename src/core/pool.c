@@ -208,6 +208,9 @@ xb_sbx_create_root(struct xb_core *s, int tenant, const struct xb_limits *l, con
         x->max_lifetime_ms = s->o.max_lifetime_ms ? s->o.max_lifetime_ms : XB_LIFETIME_MAX_DEFAULT_MS;
         xb_sbx_touch(x, ttl_ms ? ttl_ms : XB_TTL_DEFAULT_MS);
         xb_record_save(x);
+        /* A claim from the pool is ready already; a cold start arms at ready. */
+        if (x->state == XB_SBX_READY)
+                xb_adopt_arm(x);
         /* Refill a little later: a start costs a millisecond of the loop, and
          * the client's first exec is probably on its way now. */
         if (!s->pool_timer.active)

@@ -261,6 +261,7 @@ proc_finish(struct xb_proc *p)
         xb_timer_stop(&p->hard);
         xb_timer_stop(&p->soft);
         xb_timer_stop(&p->drain);
+        xb_adopt_unhold(p);
         /* Stop reading: a background child still holding the pipes gets EPIPE. */
         proc_close_pipe(&p->out_io, &p->out_fd);
         proc_close_pipe(&p->err_io, &p->err_fd);
@@ -312,6 +313,8 @@ proc_spawned(void *ctx, pid_t pid)
                 return;
         p->spawned = true;
         p->pid = pid;
+        if (p->background && !p->tty)
+                xb_adopt_hold(p);
         /* The whole streams' files are named by the pid, now known. */
         if (p->spill_wait) {
                 p->spill_wait = false;
@@ -379,6 +382,12 @@ proc_died(void *ctx, const char *why)
 static const struct xb_pending_ops proc_pending = {
         .spawned = proc_spawned, .exited = proc_exited, .error = proc_error, .died = proc_died,
 };
+
+const struct xb_pending_ops *
+proc_pending_ops(void)
+{
+        return &proc_pending;
+}
 
 void
 xb_proc_forget(struct xb_proc *p)

@@ -65,6 +65,8 @@ struct xb_proc {
 };
 
 /* ---- proc.c ---- */
+/* A process's init events (its pending tag's owner). */
+const struct xb_pending_ops *proc_pending_ops(void);
 /* Drop p from its sandbox (its memory goes at the next loop turn). Once. */
 void proc_unlink(struct xb_proc *p);
 /* Keep at most XB_FINISHED_KEPT finished processes, unless waited on. */

@@ -4,9 +4,9 @@
  * state_dir/tombs.log (one JSON object a line; compacted at start and when
  * it doubles the ring).
  *
- * A sandbox does not outlive its daemon yet: init ends when the daemon's
- * socket closes. So a record found at start is a sandbox of a daemon that
- * died without ending it; it is reaped (its cgroup and writable layer go
+ * A record found at start is a sandbox of a daemon that died without
+ * ending it. An armed one (adopt.c, --adopt-grace) may be alive still and
+ * is re-adopted; any other is reaped (its cgroup and writable layer go
  * with the stale-cgroup and layer-store sweeps) and becomes a tombstone, so
  * its clients hear 410 and why, not a bare 404. */
 #define _GNU_SOURCE
@@ -23,6 +23,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/core.h"
+#include "core/sessions.h"
 
 #define RECORDS_DIR "sandboxes"
 #define TOMBS_LOG "tombs.log"
@@ -184,8 +185,8 @@ tombs_load(struct xb_core *s)
 }
 
 /* One record of a daemon that died: a tombstone, and the record goes. */
-static bool
-reap_record(struct xb_core *s, const char *name)
+bool
+xb__record_reap(struct xb_core *s, const char *name)
 {
         _cleanup_close_ int fd = openat(s->records_dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         json_t *j = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL;
@@ -207,6 +208,15 @@ reap_record(struct xb_core *s, const char *name)
                 if (s->eng && json_is_integer(json_object_get(j, "slot")) &&
                     json_integer_value(json_object_get(j, "slot")) >= 0)
                         xb_engine_reap_slot(s->eng, (uint32_t)json_integer_value(json_object_get(j, "slot")));
+                /* An armed one's layer was spared by the store's sweep. */
+                if (s->eng && s->eng->store)
+                        xb_store_delete(s->eng->store, "sbx", id, NULL);
+                {
+                        char sock[64];
+
+                        snprintf(sock, sizeof(sock), "keep/%s.sock", id);
+                        unlinkat(s->state_fd, sock, 0);
+                }
                 xb_info("sandbox %s (of an earlier daemon) did not survive the restart: reaped", id);
                 reaped = true;
         }
@@ -246,8 +256,16 @@ xb_records_open(struct xb_core *s)
                                         unlinkat(s->records_dir_fd, de->d_name, 0);
                                 continue;
                         }
-                        if (n == XB_SANDBOX_ID_LEN + 5 && !strcmp(de->d_name + XB_SANDBOX_ID_LEN, ".json") &&
-                            reap_record(s, de->d_name))
+                        if (n != XB_SANDBOX_ID_LEN + 5 || strcmp(de->d_name + XB_SANDBOX_ID_LEN, ".json"))
+                                continue;
+                        /* Armed to outlive its daemon: adopt.c tries it. */
+                        if (xb_adopt_armed_id(s, de->d_name)) {
+                                if (!s->adopt_todo)
+                                        s->adopt_todo = json_array();
+                                json_array_append_new(s->adopt_todo, json_stringn(de->d_name, XB_SANDBOX_ID_LEN));
+                                continue;
+                        }
+                        if (xb__record_reap(s, de->d_name))
                                 s->m.sandboxes_reaped++;
                 }
         } else if (fd >= 0)
@@ -299,6 +317,19 @@ xb_record_save(struct xb_sbx *x)
         json_object_set_new(j, "uid", json_integer(x->uid));
         if (x->sb)
                 json_object_set_new(j, "slot", json_integer(x->sb->uid_slot));
+        if (x->armed && x->sb) {
+                json_t *env = json_array();
+
+                for (char **e = x->env; e && *e; e++)
+                        json_array_append_new(env, json_string(*e));
+                json_object_set_new(j, "keep", json_pack("{s:s,s:i,s:o,s:b}", "secret", x->keep_secret, "pid",
+                                                         (int)x->sb->pid, "env", env, "pause_auto", x->pause_auto));
+                if (x->net)
+                        json_object_set_new(j, "network", xb_netpol_json(xb_net_policy(x->net)));
+                if (x->cwd)
+                        json_object_set_new(j, "cwd", json_string(x->cwd));
+                json_object_set_new(j, "sessions", xb_session_record_json(x));
+        }
         if (x->lowers) {
                 json_t *a = json_array();
 
@@ -316,6 +347,7 @@ xb_record_save(struct xb_sbx *x)
          * sandbox survives, may lose the newest records (their clients get
          * 404, not 410). A sync here cost every create 1-10 ms of the
          * loop under disk load. */
+        /* It may hold the secret and env: root only (write_atomic makes it 0600). */
         if ((r = write_atomic(s->records_dir_fd, name, text, strlen(text), false)) < 0)
                 xb_warn("sandbox %s: record not persisted: %s", x->id, strerror(-r));
 }
@@ -329,4 +361,10 @@ xb_record_drop(struct xb_sbx *x)
                 return;
         snprintf(name, sizeof(name), "%s.json", x->id);
         unlinkat(x->core->records_dir_fd, name, 0);
+        if (x->armed) {
+                char sock[64];
+
+                snprintf(sock, sizeof(sock), "keep/%s.sock", x->id);
+                unlinkat(x->core->state_fd, sock, 0);
+        }
 }

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "base/log.h"
 #include "proc/env.h"
 #include "proc/initc.h"
@@ -164,6 +166,19 @@ xb_sbx_pending_add(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx
         x->pending[i] = (struct xb_pending){ .tag = tag, .ops = ops, .ctx = ctx };
         x->npending++;
         return tag;
+}
+
+uint32_t
+xb_sbx_pending_add_at(struct xb_sbx *x, const struct xb_pending_ops *ops, void *ctx, uint32_t tag)
+{
+        uint32_t keep = x->next_tag, got;
+
+        if (!tag || pending_find(x, tag, NULL))
+                return 0;
+        x->next_tag = tag - 1;
+        got = xb_sbx_pending_add(x, ops, ctx);
+        x->next_tag = keep > tag ? keep : tag;
+        return got;
 }
 
 void
@@ -324,6 +339,8 @@ finalize(struct xb_sbx *x)
         if (x->fds_base)
                 xb_fds_release(x, XB_FDS_PER_SANDBOX_BASE);
         x->fds_base = false;
+        while (x->nnet_keep)
+                close(x->net_keep[--x->nnet_keep]);
         r = xb_sandbox_destroy(x->sb);
         x->sb = NULL;
         if (r < 0)
@@ -382,6 +399,7 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 /* Still the pool's: warm up first, ready after. */
                                 if (x->warm_up && x->pooled && xb__pool_warm_run(x))
                                         break;
+                                xb_adopt_arm(x);
                         }
                         xb__sbx_ready(x);
                         break;
@@ -490,6 +508,35 @@ xb__sbx_start(struct xb_core *s, const struct xb_limits *l, const struct xb_bind
                 return NULL;
         }
         return x;
+}
+
+void
+xb__sbx_unlist(struct xb_sbx *x)
+{
+        struct xb_tenant_metrics *tm = xb_metrics_tenant(&x->core->m, x->tenant);
+
+        if (!tdelete(x, &x->core->by_id, by_id))
+                return;
+        x->core->nsandboxes--;
+        if (tm)
+                tm->sandboxes--;
+}
+
+void
+xb__sbx_adopt_watch(struct xb_sbx *x)
+{
+        int size = 2 << 20;
+
+        setsockopt(x->sb->sock, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
+        xb_set_nonblock(x->sb->sock, true);
+        if (x->state < XB_SBX_DYING)
+                xb_io_start(x->core->loop, &x->sock_io, x->sb->sock, EPOLLIN, on_init_msg, x);
+        if (xb_io_start(x->core->loop, &x->pidfd_io, x->sb->pidfd, EPOLLIN, on_pidfd, x) < 0) {
+                /* Without its watch its end would never be seen: end it now. */
+                xb_sbx_destroy(x, XB_SBX_BROKEN, "the daemon restarted and could not watch the sandbox");
+                xb_sandbox_end(x->sb);
+                on_pidfd(&x->pidfd_io, 0);
+        }
 }
 
 int

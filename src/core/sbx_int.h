@@ -17,3 +17,9 @@ void xb__sbx_start_timed(struct xb_sbx *x);
 bool xb__pool_warm_run(struct xb_sbx *x);
 /* x is set up: ready, and every owner waiting for that hears it (sbx.c). */
 void xb__sbx_ready(struct xb_sbx *x);
+/* A re-adopted sandbox (adopt.c): its socket non-blocking and watched,
+ * and its pidfd; registered already. */
+void xb__sbx_adopt_watch(struct xb_sbx *x);
+/* Out of the registry, with no tombstone and its record kept (adopt.c:
+ * it is left for the next daemon). */
+void xb__sbx_unlist(struct xb_sbx *x);

@@ -82,6 +82,7 @@ struct xb_session {
         struct xb_timer start_timer;
         char death[240];
         bool gone;                     /* being deleted (or its sandbox is): no restart can help */
+        bool lost;                     /* dead since a server restart could not re-attach it (adopt.c) */
         uint64_t started_ms;
 };
 
@@ -93,6 +94,14 @@ bool xb__cell_charge_rich(struct xb__cell *c, uint64_t n);
  * and count n bytes of an event dropped unread. */
 bool xb__cell_full(const struct xb__cell *c, const char *line, size_t len);
 void xb__cell_drop(struct xb__cell *c, uint64_t n);
+
+/* ---- session_io.c ---- */
+/* Watch the driver's pipes (ss's fds, made non-blocking). */
+void xb__session_watch(struct xb_session *ss);
+
+/* ---- session_adopt.c ---- */
+#define XB__SESSION_LOST "lost in a restart of the server: its interpreter could not be re-attached (its " \
+        "variables are gone); restart the session (POST .../restart) or start a new one"
 
 /* ---- sessions.c ---- */
 /* A driver's tag's callbacks (ctx: its session): init's events, and the

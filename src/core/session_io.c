@@ -356,6 +356,19 @@ on_out(struct xb_io *io, uint32_t events)
         }
 }
 
+void
+xb__session_watch(struct xb_session *ss)
+{
+        struct xb_loop *l = ss->sbx->core->loop;
+
+        xb_set_nonblock(ss->in_fd, true);
+        xb_set_nonblock(ss->out_fd, true);
+        xb_set_nonblock(ss->err_fd, true);
+        xb_io_start(l, &ss->in_io, ss->in_fd, 0, on_in, ss);
+        xb_io_start(l, &ss->out_io, ss->out_fd, EPOLLIN, on_out, ss);
+        xb_io_start(l, &ss->err_io, ss->err_fd, EPOLLIN, on_err, ss);
+}
+
 /* ---- the spawn ---- */
 
 const char *
@@ -446,9 +459,7 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
         xb_set_nonblock(ss->in_fd, true);
         xb_set_nonblock(ss->out_fd, true);
         xb_set_nonblock(ss->err_fd, true);
-        xb_io_start(x->core->loop, &ss->in_io, ss->in_fd, 0, on_in, ss);
-        xb_io_start(x->core->loop, &ss->out_io, ss->out_fd, EPOLLIN, on_out, ss);
-        xb_io_start(x->core->loop, &ss->err_io, ss->err_fd, EPOLLIN, on_err, ss);
+        xb__session_watch(ss);
         ss->state = SS_STARTING;
         ss->pid = 0;
         ss->started_ms = xb_now_ms();

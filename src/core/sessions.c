@@ -24,6 +24,8 @@
 
 static const char *const state_names[] = { "starting", "idle", "busy", "dead" };
 
+static bool visible(const struct xb_session *ss);
+
 /* What the client is told when a session cannot start: err->code says why. */
 static void
 start_error(struct xb_err *err)
@@ -88,6 +90,10 @@ xb_session_start(struct xb_sbx *x, const char *language, bool preload, struct xb
         x->nsessions++;
         /* A pooled sandbox has no log yet: its warm session is not an event. */
         xb_audit_add(x->audit, "session_create", json_pack("{s:s,s:s}", "session", ss->id, "language", ss->language));
+        /* An armed sandbox's record lists its sessions: one the next
+         * server cannot re-attach is shown lost, not forgotten. */
+        if (x->armed && visible(ss))
+                xb_record_save(x);
         return ss;
 }
 
@@ -142,6 +148,9 @@ xb_session_claim_warm(struct xb_sbx *x, const char *language)
                                 return NULL;
                         }
                         ss->claimed = true;
+                        xb_adopt_hold_session(ss);
+                        if (x->armed)
+                                xb_record_save(x);
                         return ss;
                 }
         return NULL;
@@ -169,7 +178,8 @@ json_t *
 xb_session_json(const struct xb_session *ss)
 {
         json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:i}", "id", ss->id, "language", ss->language, "state",
-                              state_names[ss->state], "execution_count", ss->exec_count, "pid", (int)ss->pid);
+                              ss->lost ? "lost" : state_names[ss->state], "execution_count", ss->exec_count, "pid",
+                              (int)ss->pid);
 
         if (ss->state == SS_DEAD) {
                 json_object_set_new(o, "error", json_string(ss->death));
@@ -182,6 +192,17 @@ xb_session_json(const struct xb_session *ss)
                 }
         }
         return o;
+}
+
+json_t *
+xb_session_record_json(const struct xb_sbx *x)
+{
+        json_t *a = json_array();
+
+        for (const struct xb_session *ss = x->sessions; ss; ss = ss->next)
+                if (visible(ss) && !ss->gone)
+                        json_array_append_new(a, json_pack("{s:s,s:s}", "id", ss->id, "language", ss->language));
+        return a;
 }
 
 json_t *
@@ -251,6 +272,7 @@ xb__session_ready(struct xb_session *ss)
         if (ss->state != SS_STARTING)
                 return;
         ss->state = SS_IDLE;
+        xb_adopt_hold_session(ss);
         start_reply(ss);
         xb__cell_start_next(ss);
 }
@@ -382,6 +404,7 @@ xb__session_died(struct xb_session *ss, const char *why)
 {
         if (ss->state == SS_DEAD)
                 return;
+        xb_adopt_unhold_session(ss);
         ss->state = SS_DEAD;
         snprintf(ss->death, sizeof(ss->death), "%s", why);
         if (ss->pid > 0 && ss->sbx->sb && ss->sbx->state < XB_SBX_DYING)
@@ -431,6 +454,8 @@ xb_session_delete(struct xb_session *ss)
                         x->nsessions--;
                         break;
                 }
+        if (x->armed && x->state < XB_SBX_DYING)
+                xb_record_save(x);
         xb_loop_defer(x->core->loop, &ss->defer, session_free, ss);
 }
 
@@ -449,6 +474,7 @@ xb_session_restart(struct xb_session *ss)
         }
         ss->exec_count = 0;
         ss->next_id = 0;
+        ss->lost = false;
         if (xb__session_spawn(ss, &err) < 0)
                 xb__session_died(ss, err.msg);
 }

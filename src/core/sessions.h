@@ -80,3 +80,5 @@ void xb_session_delete(struct xb_session *ss);
 /* An image a cell displayed, by name; NULL if it is not (or no longer)
  * kept. Images are kept until the sandbox ends. */
 const void *xb_image_find(struct xb_sbx *x, const char *name, size_t *len, const char **mime);
+/* The sessions an armed sandbox's record lists ([{id, language}]). */
+json_t *xb_session_record_json(const struct xb_sbx *x);

@@ -265,9 +265,10 @@ gc_upper(const char *name, void *data)
 {
         struct xb_core *s = data;
 
-        /* No sandbox outlives the daemon's store mount: a writable layer
-         * here at start-up is a crash's leftover. */
-        xb_store_delete(s->eng->store, "sbx", name, NULL);
+        /* A writable layer here at start-up is a crash's leftover, unless
+         * its sandbox was armed to outlive the daemon (adopt.c decides). */
+        if (!xb_adopt_armed_id(s, name))
+                xb_store_delete(s->eng->store, "sbx", name, NULL);
 }
 
 static int

@@ -294,7 +294,8 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                                     .store_size = s->o.store_size, .mount_owner_set = s->o.mount_owner_set,
                                     .mount_uid = s->o.mount_uid, .mount_gid = s->o.mount_gid,
                                     .paused_ttl_ms = s->o.paused_ttl_ms, .max_lifetime_ms = s->o.max_lifetime_ms,
-                                    .install_cache_size = s->o.install_cache_size };
+                                    .install_cache_size = s->o.install_cache_size,
+                                    .adopt_grace_ms = s->o.adopt_grace_ms };
         {
                 /* Egress: without --package-source, the host's own apt sources
                  * and npm registry, read now (never written anywhere). */
@@ -421,14 +422,20 @@ xb_server_run(struct xb_server *s)
 }
 
 /* What becomes of the sandboxes at exit: the one place that decides.
- * --stop-sandboxes deletes every one. Without it they are meant to stay
- * for the next daemon with the same state dir; until it can re-adopt
- * them they are deleted too, as before. Either way the engine goes. */
+ * --stop-sandboxes deletes every one. Without it the armed ones
+ * (--adopt-grace) stay for the next daemon with the same state dir; the
+ * rest are deleted. Either way the engine goes. */
 static void
 exit_sandboxes(struct xb_server *s)
 {
-        unsigned n = s->core ? s->core->nsandboxes : 0;
+        unsigned n, left = 0;
 
+        if (!s->o.stop_sandboxes)
+                left = xb_core_leave(s->core);
+        if (left)
+                xb_info("left %u sandboxes for the next server on %s (they wait for it %llus)", left,
+                        s->o.state_dir, (unsigned long long)(s->o.adopt_grace_ms / 1000));
+        n = s->core ? s->core->nsandboxes : 0;
         if (n)
                 xb_info("deleting %u sandboxes%s", n, s->o.stop_sandboxes ? " (--stop-sandboxes)" : "");
         xb_core_close(s->core);

@@ -65,10 +65,12 @@ struct xb_server_opts {
         uint64_t max_lifetime_ms;     /* --max-lifetime: default and most of its max_lifetime_s */
         uint64_t drain_timeout_ms;    /* --drain-timeout: SIGTERM waits this long for requests in flight */
         bool stop_sandboxes;          /* --stop-sandboxes: delete every sandbox at exit */
+        uint64_t adopt_grace_ms;      /* --adopt-grace: a sandbox waits this long for the next daemon; 0: not */
 };
 
 /* SIGTERM waits this long for the requests in flight, streams included. */
 #define XB_DRAIN_TIMEOUT_DEFAULT_MS 30000
+#define XB_ADOPT_GRACE_DEFAULT_MS (10 * 60 * 1000)
 
 struct xb_server {
         struct xb_server_opts o;

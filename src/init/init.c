@@ -21,8 +21,15 @@ xb_init_send(const struct xb_msgw *w, const int *fds, size_t nfds)
                 /* A reply that does not fit is a bug in init, not in the caller. */
                 _exit(70);
         }
-        if (xb_msg_send(XB_INIT_SOCK, w->buf, w->len, fds, nfds) < 0)
-                _exit(0);   /* the daemon is gone: dying takes the namespace down */
+        if (xb_init_queue(w->buf, w->len))
+                return;
+        if (xb_msg_send(XB_INIT_SOCK, w->buf, w->len, fds, nfds) < 0) {
+                /* The daemon is gone: dying takes the namespace down,
+                 * unless armed to wait for the next one. */
+                if (!xb_init_detach())
+                        _exit(0);
+                xb_init_queue(w->buf, w->len);
+        }
 }
 
 void
@@ -63,6 +70,15 @@ handle(const uint8_t *buf, size_t len, int *fds, size_t nfds)
                 break;
         case XB_REQ_UNWATCH:
                 xb_init_unwatch(&r);
+                break;
+        case XB_REQ_KEEP:
+                xb_init_keep(&r, fds, nfds);
+                return;
+        case XB_REQ_HOLD:
+                xb_init_hold(&r, fds, nfds);
+                return;
+        case XB_REQ_UNHOLD:
+                xb_init_unhold(&r);
                 break;
         default:
                 xb_init_error(r.tag, ENOSYS, "unknown request");
@@ -125,8 +141,13 @@ main(int argc, char **argv)
         pfd[0] = (struct pollfd){ .fd = XB_INIT_SOCK, .events = POLLIN };
         pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
         for (;;) {
+                int timeout = -1;
+
                 nw = xb_init_watch_fds(pfd + 2, XB_WATCHES_MAX, widx);
-                if (poll(pfd, 2 + nw, -1) < 0) {
+                pfd[0].fd = XB_INIT_SOCK;
+                if (xb_init_alone() && (pfd[0].fd = xb_init_wait_fd(&timeout)) < 0)
+                        return 0;   /* no daemon came back in time */
+                if (poll(pfd, 2 + nw, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return 72;
@@ -138,13 +159,19 @@ main(int argc, char **argv)
                                 ;
                         xb_init_reap();
                 }
-                if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                if (xb_init_alone()) {
+                        if (pfd[0].revents & POLLIN)
+                                xb_init_accept();
+                } else if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
                         int fds[XB_MSG_MAXFDS];
                         size_t nfds = 0;
                         ssize_t n = xb_msg_recv(XB_INIT_SOCK, rxbuf, sizeof(rxbuf), fds, &nfds, true);
 
-                        if (n == 0 || (n < 0 && n != -EAGAIN && n != -EBADMSG))
+                        if (n == 0 || (n < 0 && n != -EAGAIN && n != -EBADMSG)) {
+                                if (xb_init_detach())
+                                        continue;
                                 return 0;   /* the daemon closed us: end the sandbox */
+                        }
                         if (n == -EBADMSG)
                                 xb_init_error(0, EBADMSG, "malformed request");
                         else if (n > 0)

@@ -14,7 +14,8 @@
  * watch whose fd joins the poll set (init_watch.c). A one-shot run's command may already be running when init
  * starts: the setup child forked it (argv "--first=PID:TAG:LAST") and init
  * adopts it. When the socket closes, init exits and the kernel kills the rest
- * of the pid namespace. */
+ * of the pid namespace, unless the daemon armed it to outlive the daemon
+ * (init_keep.c): then it waits, for a grace period, for the next one. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,6 +54,26 @@ void xb_init_unwatch(const struct xb_msgr *r);
 size_t xb_init_watch_fds(struct pollfd *pfd, size_t max, int *idx);
 /* Read and forward watch idx's events. */
 void xb_init_watch_read(int idx);
+
+/* The highest tag init still uses (children, watches): a new daemon's
+ * tags start above it. */
+uint32_t xb_init_max_tag(void);
+uint32_t xb_init_watch_max_tag(void);
+/* init_keep.c: outliving the daemon (KEEP, HOLD, UNHOLD; HELLO on the
+ * listening socket). */
+void xb_init_keep(const struct xb_msgr *r, int *fds, size_t nfds);
+void xb_init_hold(const struct xb_msgr *r, int *fds, size_t nfds);
+void xb_init_unhold(const struct xb_msgr *r);
+/* fd 3 closed: true if armed (init waits alone), false to exit. */
+bool xb_init_detach(void);
+bool xb_init_alone(void);
+/* While alone: the listening socket and how long to wait; -1 once the
+ * grace period is over. */
+int xb_init_wait_fd(int *timeout_ms);
+/* A peer connects: on the secret, it becomes fd 3. */
+void xb_init_accept(void);
+/* While alone, an event to send later (true: taken or dropped). */
+bool xb_init_queue(const void *buf, size_t len);
 
 /* init_files.c: one XB_REQ_FILE, answered with XB_EV_FILE; closes fds. */
 void xb_init_file(const struct xb_msgr *r, int *fds, size_t nfds);

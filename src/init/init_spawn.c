@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -153,6 +154,55 @@ parse(const struct xb_msgr *r, struct xb_exec_spec *q, uint64_t *flags)
 
 static void send_exited(uint32_t tag, int status, const struct rusage *ru);
 
+/* Exits a keeper could not report (its fd 3 is an earlier daemon's, gone):
+ * a page shared with init, which reports them when it reaps the keeper. */
+struct lost_exit {
+        uint32_t tag;                 /* 0: free; claimed with a CAS */
+        int status;
+        struct rusage ru;
+};
+#define LOST_MAX 256
+static struct lost_exit *lost;
+
+static void
+keeper_exited(uint32_t tag, int status, const struct rusage *ru)
+{
+        uint8_t buf[128];
+        struct xb_msgw w;
+
+        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_EXITED, tag);
+        xb_msgw_u64(&w, XB_K_STATUS, (uint64_t)(uint32_t)status);
+        xb_msgw_u64(&w, XB_K_UTIME_US, (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec);
+        xb_msgw_u64(&w, XB_K_STIME_US, (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec);
+        xb_msgw_u64(&w, XB_K_MAXRSS_KB, (uint64_t)ru->ru_maxrss);
+        if (xb_msg_send(XB_INIT_SOCK, w.buf, w.len, NULL, 0) >= 0 || !lost)
+                return;
+        for (size_t i = 0; i < LOST_MAX; i++) {
+                uint32_t zero = 0;
+
+                if (__atomic_compare_exchange_n(&lost[i].tag, &zero, UINT32_MAX, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE)) {
+                        lost[i].status = status;
+                        lost[i].ru = *ru;
+                        __atomic_store_n(&lost[i].tag, tag, __ATOMIC_RELEASE);
+                        return;
+                }
+        }
+}
+
+/* In init, reaping tag's keeper: the exit it could not send. */
+static bool
+lost_take(uint32_t tag)
+{
+        for (size_t i = 0; lost && tag && i < LOST_MAX; i++)
+                if (__atomic_load_n(&lost[i].tag, __ATOMIC_ACQUIRE) == tag) {
+                        send_exited(tag, lost[i].status, &lost[i].ru);
+                        __atomic_store_n(&lost[i].tag, 0, __ATOMIC_RELEASE);
+                        return true;
+                }
+        return false;
+}
+
 static ssize_t
 read_full(int fd, void *buf, size_t n)
 {
@@ -230,7 +280,7 @@ keeper(const struct xb_exec_spec *q, int sock, uint32_t tag)
                 if (pid < 0)
                         _exit(0);   /* ECHILD: the tree is empty */
                 if (pid == c)
-                        send_exited(tag, status, &ru);
+                        keeper_exited(tag, status, &ru);
         }
 }
 
@@ -304,6 +354,12 @@ xb_init_spawn(const struct xb_msgr *r, int *fds, size_t nfds)
                 err = -EINVAL;
         if (err == 0 && nchildren >= XB_INIT_MAX_CHILDREN)
                 err = -EAGAIN;
+        if (err == 0 && q.keeper && !lost) {
+                void *m = mmap(NULL, sizeof(*lost) * LOST_MAX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                               -1, 0);
+
+                lost = m == MAP_FAILED ? NULL : m;
+        }
         if (err == 0 && !q.keeper) {
                 spawn_direct(r, &q, fds, nfds);
                 return;
@@ -586,7 +642,9 @@ xb_init_reap(void)
                         /* A keeper exits 0 once its tree is empty, having
                          * reported the command; one killed may not have. A
                          * second EXITED for a tag is ignored by the daemon. */
-                        if (!c->keeper || (c->tag && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)))
+                        if (c->keeper && lost_take(c->tag))
+                                ;
+                        else if (!c->keeper || (c->tag && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)))
                                 send_exited(c->tag, status, &ru);
                         /* A one-shot sandbox ends with its command: dying
                          * here kills the rest at once (pid_namespaces(7)). */
@@ -596,4 +654,15 @@ xb_init_reap(void)
                         break;
                 }
         }
+}
+
+uint32_t
+xb_init_max_tag(void)
+{
+        uint32_t m = xb_init_watch_max_tag();
+
+        for (size_t i = 0; i < nchildren; i++)
+                if (children[i].tag > m)
+                        m = children[i].tag;
+        return m;
 }

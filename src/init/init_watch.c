@@ -345,3 +345,14 @@ xb_init_watch_read(int i)
         if (end)
                 free_watch(w);
 }
+
+uint32_t
+xb_init_watch_max_tag(void)
+{
+        uint32_t m = 0;
+
+        for (size_t i = 0; i < XB_WATCHES_MAX; i++)
+                if (watches[i].tag > m)
+                        m = watches[i].tag;
+        return m;
+}

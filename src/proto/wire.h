@@ -24,6 +24,14 @@ enum xb_msg_type {
         XB_REQ_FILE = 3,      /* a file operation, see enum xb_fop */
         XB_REQ_WATCH = 4,     /* PATH, FLAGS (XB_WATCH_RECURSIVE), UID, GID: watch a directory */
         XB_REQ_UNWATCH = 5,   /* TARGET: the watch's tag; init frees it and answers nothing */
+        /* Survival of the daemon (init_keep.c). KEEP arms it: DATA the
+         * secret, TIMEOUT_MS the grace; fds: the listening socket, the uid
+         * slot's lock, then the egress sockets (if any). */
+        XB_REQ_KEEP = 6,
+        XB_REQ_HOLD = 7,      /* tag = a spawn's; PID, DATA the daemon's note; fds: the daemon's ends of
+                               * its pipes (at most 3) */
+        XB_REQ_UNHOLD = 8,    /* TARGET: drop what HOLD kept */
+        XB_REQ_HELLO = 9,     /* a new daemon, first on an accepted connection: DATA the secret */
         XB_SETUP_GO = 50,     /* daemon -> setup child: ids mapped; fds: v1 cgroup `tasks` files */
         XB_SETUP_PTY = 51,    /* a command being started -> its starter, on a socket of their own
                                * (struct xb_exec_spec.tty_sock); fds: its terminal's master */
@@ -37,7 +45,14 @@ enum xb_msg_type {
         XB_EV_FILE = 104,     /* tag = request tag; reply to XB_REQ_FILE */
         XB_EV_WATCH = 105,    /* tag = watch tag; ERRNO (first reply; nonzero ends it), WEVENT...,
                                * FLAGS (XB_WATCH_OVERFLOW, XB_WATCH_END) */
+        XB_EV_KEPT = 106,     /* after HELLO: COUNT egress sockets, TARGET the highest tag in use;
+                               * fds: the slot's lock, then the egress sockets */
+        XB_EV_HELD = 107,     /* then one per HOLD: tag, PID, DATA, fds; the last has FLAGS XB_HELD_END
+                               * (and no tag); then events init queued while alone */
 };
+#define XB_HELD_END 0x1u
+#define XB_KEEP_SECRET_LEN 64   /* hex characters */
+#define XB_HOLD_NOTE_MAX 2048
 
 /* Field keys. */
 enum xb_msg_key {
@@ -49,6 +64,7 @@ enum xb_msg_key {
         XB_K_SIZE, XB_K_MTIME_NS, XB_K_TYPE, XB_K_NAME, XB_K_COUNT, XB_K_DATA,
         XB_K_OFFSET, XB_K_TRUNC,
         XB_K_ROWS = 60, XB_K_COLS, XB_K_WEVENT,
+        XB_K_TIMEOUT_MS = 70,
 };
 
 /* XB_REQ_SPAWN flags. */

@@ -204,6 +204,8 @@ render(struct xb_buf *b, struct xb_rest *rs, bool admin, int tenant)
         gauge(b, "execbox_sandboxes_paused", "Sandboxes paused now (frozen: no CPU, memory kept).", s->npaused);
         counter(b, "execbox_sandbox_pauses_total", "Sandbox pauses, by a client or at an idle timeout.", m->pauses);
         counter(b, "execbox_sandboxes_deleted_total", "Sandboxes deleted or expired.", m->sandboxes_deleted);
+        counter(b, "execbox_sandboxes_adopted_total",
+                "Sandboxes of an earlier daemon that outlived it, re-adopted at start.", m->sandboxes_adopted);
         counter(b, "execbox_sandboxes_reaped_total",
                 "Sandboxes of an earlier daemon that did not survive its end, reaped at start.", m->sandboxes_reaped);
         counter(b, "execbox_sandboxes_expired_total", "Sandboxes reclaimed at the end of their time to live.",

@@ -67,6 +67,12 @@ void xb_cgroup_sys_force_freezer(struct xb_cgroup_sys *sys, bool on);
 int xb_cgroup_create(struct xb_cgroup_sys *sys, const char *name,
                      const struct xb_cgroup_limits *l, struct xb_cgroup **ret,
                      struct xb_err *err);
+/* The existing group of a sandbox an earlier daemon started (re-adopted):
+ * opened, not made, with its limits as l says. */
+int xb_cgroup_open(struct xb_cgroup_sys *sys, const char *name, const struct xb_cgroup_limits *l,
+                   struct xb_cgroup **ret, struct xb_err *err);
+/* Let go of cg, leaving its groups and tasks as they are. */
+void xb_cgroup_close(struct xb_cgroup *cg);
 int xb_cgroup_complete(struct xb_cgroup *cg, struct xb_err *err);
 int xb_cgroup_set_limits(struct xb_cgroup *cg, const struct xb_cgroup_limits *l,
                          struct xb_err *err);

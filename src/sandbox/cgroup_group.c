@@ -448,3 +448,60 @@ xb_cgroup_destroy(struct xb_cgroup *cg)
         free(cg);
         return r;
 }
+
+int
+xb_cgroup_open(struct xb_cgroup_sys *sys, const char *name, const struct xb_cgroup_limits *l,
+               struct xb_cgroup **ret, struct xb_err *err)
+{
+        struct xb_cgroup *cg = calloc(1, sizeof(*cg));
+
+        if (!cg)
+                return xb_err_set(err, ENOMEM, "cgroup");
+        cg->sys = sys;
+        cg->limits = *l;
+        cg->v2 = cg->oom_fd = cg->oom_ctl_fd = -1;
+        for (int i = 0; i < NCTL; i++)
+                cg->v1[i] = -1;
+        snprintf(cg->name, sizeof(cg->name), "%s-%s", sys->prefix, name);
+        /* Opened, never made: cg_mkgroup would kill what runs there. */
+        if (sys->v2_root >= 0 && (cg->v2 = openat(sys->v2_root, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                goto fail;
+        if (sys->mode == XB_CG_V2)
+                cg->oom_fd = openat(cg->v2, "memory.events", O_RDONLY | O_CLOEXEC);
+        for (int i = 0; sys->mode != XB_CG_V2 && i < NCTL; i++) {
+                int root = sys->v1_alias[i] >= 0 ? sys->v1_root[sys->v1_alias[i]] : sys->v1_root[i];
+
+                if (sys->v1_root[i] < 0 && sys->v1_alias[i] < 0)
+                        continue;
+                if (root < 0 || !v1_needed(sys, i, l))
+                        continue;
+                if ((cg->v1[i] = openat(root, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                        goto fail;
+        }
+        if (sys->mode != XB_CG_V2)
+                arm_oom_v1(cg);
+        cg->complete = true;
+        *ret = cg;
+        return 0;
+fail:
+        {
+                int e = errno;
+
+                xb_err_set(err, e, "open cgroup %s", cg->name);
+                xb_cgroup_close(cg);
+                return -e;
+        }
+}
+
+void
+xb_cgroup_close(struct xb_cgroup *cg)
+{
+        if (!cg)
+                return;
+        close_fd(&cg->v2);
+        close_fd(&cg->oom_fd);
+        close_fd(&cg->oom_ctl_fd);
+        for (int i = 0; i < NCTL; i++)
+                close_fd(&cg->v1[i]);
+        free(cg);
+}

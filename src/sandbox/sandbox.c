@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -493,7 +494,7 @@ xb_sandbox_start(struct xb_engine *e, const struct xb_sandbox_config *cfg, struc
 
         if (!sb)
                 return xb_err_set(err, ENOMEM, "sandbox");
-        sb->pidfd = sb->sock = sb->net_sock = -1;
+        sb->pidfd = sb->sock = sb->net_sock = sb->slot_fd = -1;
         sb->eng = e;
         if ((r = xb_limits_validate(&cfg->limits, err)) < 0)
                 return r;
@@ -692,6 +693,18 @@ xb_sandbox_reap(struct xb_sandbox *sb, bool wait)
 
         if (sb->reaped)
                 return 1;
+        if (sb->adopted) {
+                /* Not our child: its end is the pidfd turning readable. */
+                struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+                int n = poll(&p, 1, wait ? 10000 : 0);
+
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                sb->reaped = true;
+                return 1;
+        }
         if (waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | (wait ? 0 : WNOHANG)) < 0) {
                 if (errno == ECHILD) {
                         sb->reaped = true;
@@ -768,6 +781,8 @@ xb_sandbox_destroy(struct xb_sandbox *sb)
         if (sb->pidfd >= 0)
                 close(sb->pidfd);
         r = xb_cgroup_destroy(sb->cg);
+        if (sb->slot_fd >= 0)
+                close(sb->slot_fd);
         xb_uidpool_release(&sb->eng->uids, sb->uid_slot);
         /* Init is reaped, so no mount of its namespace holds the layer. */
         if (sb->has_layer)

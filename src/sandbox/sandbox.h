@@ -111,6 +111,8 @@ struct xb_sandbox {
         bool has_layer;               /* the store's sbx/<id> is ours: deleted with us */
         uint64_t disk;                /* its layer's limit */
         bool disk_clamped;            /* xb_sandbox_disk_clamp: no more writes to its layer */
+        int slot_fd;                  /* armed: the uid slot's own lock (init keeps a dup), or -1 */
+        bool adopted;                 /* an earlier daemon's: not our child (adopt.c) */
 };
 
 int xb_engine_open(const struct xb_engine_opts *o, struct xb_engine **ret, struct xb_err *err);
@@ -172,6 +174,27 @@ int xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd
  * sandbox's OOM killer, or the sandbox's end), or -2 if it would not die
  * (left a zombie, never blocking the caller). */
 int xb_sandbox_writer_wait(int pidfd, int wait_ms);
+
+/* adopt.c: outliving the daemon. Arm sb's init to wait for the next
+ * daemon (grace_ms) on a socket bound at path (in a 0700 directory of the
+ * state dir), proving secret; with the slot's lock and the egress
+ * sockets net (nnet, dups are sent). */
+int xb_sandbox_arm(struct xb_sandbox *sb, const char *path, const char *secret, uint64_t grace_ms, const int *net,
+                   size_t nnet, struct xb_err *err);
+struct xb_adopt_spec {
+        const char *id, *path, *secret;
+        pid_t pid;                    /* init, as the record says */
+        uint32_t slot;
+        struct xb_cgroup_limits limits;
+        uint64_t disk;
+        uint32_t max_tag;             /* out: the highest tag init still uses */
+};
+/* Re-attach to the init of an earlier daemon's sandbox: connect, prove
+ * the secret, take back the slot (KEPT); net gets the egress sockets
+ * (*nnet of them, at most 3). sb->sock is left blocking (2 s timeouts) for
+ * the caller to read the HELD messages; then it sets it non-blocking. */
+int xb_sandbox_adopt(struct xb_engine *e, struct xb_adopt_spec *a, int net[3], size_t *nnet,
+                     struct xb_sandbox **ret, struct xb_err *err);
 
 /* Fill id with XB_SANDBOX_ID_LEN random [a-z2-7] characters and a NUL. */
 int xb_random_id(char *id, size_t len);

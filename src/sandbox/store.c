@@ -528,3 +528,15 @@ xb_store_rename_layer(struct xb_store *s, const char *from, const char *to, stru
                 return xb_err_set(err, errno, "rename layer %s", from);
         return 0;
 }
+
+bool
+xb_store_has(struct xb_store *s, const char *dir, const char *name)
+{
+        char path[128];
+        struct stat st;
+
+        if (valid_name(name) < 0 || (strcmp(dir, "sbx") && strcmp(dir, "layers")))
+                return false;
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return fstatat(s->fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}

@@ -59,3 +59,5 @@ int xb_store_delete(struct xb_store *s, const char *dir, const char *name, struc
 int xb_store_rename_layer(struct xb_store *s, const char *from, const char *to, struct xb_err *err);
 /* Call fn for every entry of dir (to delete leftovers of a crash). */
 int xb_store_list(struct xb_store *s, const char *dir, void (*fn)(const char *name, void *data), void *data);
+/* Whether dir/<name> is there. */
+bool xb_store_has(struct xb_store *s, const char *dir, const char *name);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <unistd.h>
 
 static void
@@ -105,6 +106,50 @@ xb_uidpool_try(struct xb_uidpool *p, uint32_t slot)
 
                 if (r < 0)
                         return r == -EAGAIN || r == -EACCES ? -EBUSY : r;
+        }
+        bit_set(p, slot, true);
+        p->used++;
+        return 0;
+}
+
+int
+xb_uidpool_handoff(struct xb_uidpool *p, uint32_t slot)
+{
+        char path[64];
+        int fd, r;
+
+        if (p->lockfd < 0 || !xb_uidpool_taken(p, slot))
+                return -EINVAL;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", p->lockfd);
+        /* A new open file description: its lock is its own. */
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        lock_byte(p->lockfd, slot, F_UNLCK);
+        if ((r = lock_byte(fd, slot, F_WRLCK)) < 0) {
+                /* Someone took it in between (the slot is theirs now:
+                 * this sandbox shares its uids with another; it must go). */
+                close(fd);
+                return lock_byte(p->lockfd, slot, F_WRLCK) < 0 ? -EBUSY : r;
+        }
+        return fd;
+}
+
+int
+xb_uidpool_adopt(struct xb_uidpool *p, uint32_t slot, int fd)
+{
+        struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = slot, .l_len = 1 };
+
+        if (slot >= p->nslots || xb_uidpool_taken(p, slot))
+                return -EBUSY;
+        /* fd must be the one holding it: a lock test through it sees no
+         * conflict, while ours does. */
+        if (p->lockfd >= 0) {
+                if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type != F_UNLCK)
+                        return -EPERM;
+                fl = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = slot, .l_len = 1 };
+                if (fcntl(p->lockfd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+                        return -EPERM;
         }
         bit_set(p, slot, true);
         p->used++;

@@ -36,3 +36,10 @@ int xb_uidpool_try(struct xb_uidpool *p, uint32_t slot);
 bool xb_uidpool_taken(const struct xb_uidpool *p, uint32_t slot);
 /* The first host id of a slot's range. */
 uid_t xb_uidpool_host_base(uint32_t slot);
+/* Move our lock of slot to an open file description of its own (returned;
+ * the caller hands it to the sandbox's init, which keeps the lock alive
+ * past our death). -errno. */
+int xb_uidpool_handoff(struct xb_uidpool *p, uint32_t slot);
+/* Count slot as ours again: fd (an earlier daemon's, kept by init) holds
+ * its lock. -EBUSY, -EPERM if fd does not hold it. */
+int xb_uidpool_adopt(struct xb_uidpool *p, uint32_t slot, int fd);

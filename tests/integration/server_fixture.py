@@ -511,6 +511,11 @@ def start_server(execbox: str, base_dir: str, *args: str, tokens: list[str] | No
     # in flight stay quick. test_drain.py sets its own.
     if "--drain-timeout" not in given:
         argv += ["--drain-timeout", "2s"]
+    # Sandboxes outlive a killed server (--adopt-grace, 10m by default):
+    # the suites kill servers often, and what survived would be counted as
+    # leaked. Only the tests of survival (test_restart.py) ask for it.
+    if "--adopt-grace" not in given:
+        argv += ["--adopt-grace", "0"]
     before = HostSnapshot.take()
     proc = launch(execbox, state_dir, argv, env=env if env is not None else server_env())
     deadline = time.monotonic() + START_TIMEOUT

@@ -315,7 +315,7 @@ NAMES = {
               "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota", "layers", "store-size", "mount-owner", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
               "require-guide",
               "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
-              "dns-server", "network-connections", "network-rate", "upstream-ca", "approval-timeout", "package-cache-size", "install-cache-size", "paused-ttl", "max-lifetime", "drain-timeout",
+              "dns-server", "network-connections", "network-rate", "upstream-ca", "approval-timeout", "package-cache-size", "install-cache-size", "paused-ttl", "max-lifetime", "drain-timeout", "adopt-grace",
               "stop-sandboxes", "help"],
     "mcp": ["server", "token", "pool", "memory", "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus",
             "max-disk", "allow-mount", "conformance-fixtures",

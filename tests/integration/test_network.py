@@ -549,3 +549,39 @@ def test_bandwidth_is_bounded_per_sandbox(server_factory, net):
     assert float(secs) >= 2.3 and time.monotonic() - started >= 2.3, res
     slow.remove(hog)
     slow.remove(other)
+
+
+# ---- across a restart (issue 12, section 4) ----
+
+def test_egress_and_ports_work_after_the_daemon_is_killed_and_restarted(execbox, net, tmp_path, trap_clean):
+    args = ["--dns-server", fakenet.DNS_ADDR, "--adopt-grace", "60s"]
+    s1 = start_server(execbox, str(tmp_path / "k"), *args, no_auth=True, pool=0)
+    state = s1.state_dir
+    try:
+        sid = create(s1, {"mode": "allowlist", "allow": ["a.test"]})
+        assert fetch(s1, sid, "http://a.test/")[0] == "200"
+        assert fetch(s1, sid, "http://b.test/")[0] == "403"
+        s1.sh(sid, "mkdir -p /tmp/www && echo 'served' > /tmp/www/index.html")
+        expect(s1.post(f"/v1/sandboxes/{sid}/processes", {"cmd": "cd /tmp/www && exec python3 -m http.server 8080"}),
+               201)
+        deadline = time.monotonic() + 20
+        while s1.get(f"/v1/sandboxes/{sid}/ports/8080/index.html").status_code != 200:
+            assert time.monotonic() < deadline, "the port never answered"
+            time.sleep(0.2)
+    finally:
+        os.kill(s1.pid, 9)
+        s1.proc.wait(10)
+    s2 = start_server(execbox, str(tmp_path / "k"), *args, no_auth=True, pool=0, state_dir=state)
+    try:
+        assert "1 sandboxes of an earlier daemon re-adopted" in s2.stderr()
+        # The same policy, through the restarted proxy and DNS.
+        assert fetch(s2, sid, "http://a.test/")[0] == "200"
+        assert fetch(s2, sid, "http://b.test/")[0] == "403"
+        assert expect(s2.get(f"/v1/sandboxes/{sid}/network"), 200).json()["mode"] == "allowlist"
+        # The published port, served by the process that outlived the daemon.
+        r = s2.get(f"/v1/sandboxes/{sid}/ports/8080/index.html")
+        assert r.status_code == 200 and r.text == "served\n", r.text
+        s2.remove(sid)
+    finally:
+        problems = finish_server(s2)
+        assert not problems, "\n".join(problems)

@@ -1,0 +1,73 @@
+/* A background process of an earlier daemon's sandbox, rebuilt from what
+ * init kept of it (adopt.c): its tag, pid, output pipes and the note the
+ * earlier daemon left with them. Its output from here on is read as any
+ * process's; what the earlier daemon had read stays in its stream files
+ * inside the sandbox, which this daemon does not reopen. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fd.h"
+#include "core/proc_int.h"
+
+int xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
+
+int
+xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds)
+{
+        struct xb_proc *p = calloc(1, sizeof(*p));
+        const char *cmd = json_string_value(json_object_get(note, "cmd"));
+        const char *cwd = json_string_value(json_object_get(note, "cwd"));
+        const char *ctag = json_string_value(json_object_get(note, "tag"));
+        json_int_t limit = json_integer_value(json_object_get(note, "limit"));
+        json_int_t age = json_integer_value(json_object_get(note, "age_ms"));
+
+        if (!p || nfds != 2 || x->nprocs >= XB_PROCS_PER_SANDBOX) {
+                free(p);
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
+                return -ENOMEM;
+        }
+        p->sbx = x;
+        p->in_fd = p->tty_sock = -1;
+        p->sp_out.fd = p->sp_err.fd = -1;
+        p->background = true;
+        p->spawned = true;
+        p->pid = pid;
+        p->out_fd = fds[0];
+        p->err_fd = fds[1];
+        xb_set_nonblock(p->out_fd, true);
+        xb_set_nonblock(p->err_fd, true);
+        p->tag = xb_sbx_pending_add_at(x, proc_pending_ops(), p, tag);
+        if (!p->tag) {
+                close(p->out_fd);
+                close(p->err_fd);
+                free(p);
+                return -EEXIST;
+        }
+        xb_outbuf_init(&p->out, limit > 0 ? (uint64_t)limit : ((uint64_t)1 << 20));
+        xb_outbuf_init(&p->err, limit > 0 ? (uint64_t)limit : ((uint64_t)1 << 20));
+        snprintf(p->cmd, sizeof(p->cmd), "%s", cmd ? cmd : "");
+        p->cwd = cwd ? strdup(cwd) : NULL;
+        p->client_tag = ctag ? strdup(ctag) : NULL;
+        p->argv = json_incref(json_object_get(note, "argv"));
+        p->env = json_incref(json_object_get(note, "env"));
+        {
+                uint64_t now = xb_now_ms();
+
+                /* Started age_ms before the note; the gap since is unknown,
+                 * so the start is when the note was written, at worst. */
+                p->start_ms = age > 0 && (uint64_t)age < now ? now - (uint64_t)age : now;
+        }
+        if (xb_fds_charge(x, XB_FDS_PER_PROCESS, NULL) == 0)
+                p->fds_held = XB_FDS_PER_PROCESS;
+        xb_sbx_ref(x);
+        p->next = x->procs;
+        x->procs = p;
+        x->nprocs++;
+        proc_watch_pipes(p);
+        return 0;
+}
