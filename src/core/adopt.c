@@ -76,8 +76,10 @@ xb_adopt_arm(struct xb_sbx *x)
         char path[4200], secret[XB_KEEP_SECRET_LEN + 1];
         int r;
 
-        if (x->armed || !s->o.adopt_grace_ms || !s->records_on || x->pooled || !x->created_unix_ms || !x->sb ||
-            x->state != XB_SBX_READY)
+        /* A sealed install builder (instcache.c) must not come back as an
+         * ordinary sandbox of its tenant: unarmed, a restart reaps it. */
+        if (x->armed || !s->o.adopt_grace_ms || !s->records_on || x->pooled || x->sealed || !x->created_unix_ms ||
+            !x->sb || x->state != XB_SBX_READY)
                 return;
         if ((mkdirat(s->state_fd, KEEP_DIR, 0700) < 0 && errno != EEXIST) ||
             getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
