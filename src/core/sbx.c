@@ -267,6 +267,9 @@ xb__sbx_ready(struct xb_sbx *x)
         x->warm_up = false;
         if (x->state == XB_SBX_STARTING)
                 x->state = XB_SBX_READY;
+        /* A claimed one (a cold start, or claimed during its warm-up) can
+         * outlive the daemon from now on; a pooled one arms at its claim. */
+        xb_adopt_arm(x);
         xb__sbx_start_timed(x);
         pending_ready(x);
 }
@@ -399,7 +402,6 @@ on_init_msg(struct xb_io *io, uint32_t events)
                                 /* Still the pool's: warm up first, ready after. */
                                 if (x->warm_up && x->pooled && xb__pool_warm_run(x))
                                         break;
-                                xb_adopt_arm(x);
                         }
                         xb__sbx_ready(x);
                         break;
