@@ -270,3 +270,12 @@ xb_loop_run(struct xb_loop *l)
         run_deferred(l);
         return 0;
 }
+
+uint64_t
+xb_unix_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}

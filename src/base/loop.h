@@ -48,6 +48,8 @@ void xb_loop_free(struct xb_loop *l);
 int xb_loop_run(struct xb_loop *l);
 void xb_loop_stop(struct xb_loop *l);
 uint64_t xb_now_ms(void);
+/* The wall clock in ms since the epoch: for what outlives this process. */
+uint64_t xb_unix_ms(void);
 
 /* Watch fd for events (EPOLLIN, EPOLLOUT, ...); io is owned by the caller
  * and must stay valid until xb_io_stop. */

@@ -179,6 +179,13 @@ xb_adopt_hold(struct xb_proc *p)
         note = json_pack("{s:s,s:O,s:O,s:s?,s:s?,s:I,s:I}", "cmd", p->cmd, "argv", p->argv ? p->argv : json_null(),
                          "env", p->env ? p->env : json_null(), "cwd", p->cwd, "tag", p->client_tag, "limit",
                          (json_int_t)p->out.limit, "age_ms", (json_int_t)(xb_now_ms() - p->start_ms));
+        /* The next daemon goes on with its whole streams' files and its timeout. */
+        if (note && p->sp_out.path && p->sp_err.path && !p->sp_out.failed && !p->sp_err.failed)
+                json_object_set_new(note, "spill", json_pack("[s,s]", p->sp_out.path, p->sp_err.path));
+        if (note && p->timeout_ms)
+                json_object_set_new(note, "timeout_at_unix_ms",
+                                    json_integer((json_int_t)(xb_unix_ms() + p->timeout_ms -
+                                                              (xb_now_ms() - p->start_ms))));
         text = note ? json_dumps(note, JSON_COMPACT) : NULL;
         if (text && strlen(text) > XB_HOLD_NOTE_MAX) {
                 /* Too long to keep whole: the command line stands for it. */
@@ -200,15 +207,6 @@ xb_adopt_unhold(struct xb_proc *p)
 {
         if (p->background && p->spawned)
                 send_unhold(p->sbx, p->tag);
-}
-
-static uint64_t
-unix_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static char **
@@ -343,7 +341,7 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
         x->uid = user && !strcmp(user, "root") ? 0 : XB_USER_UID;
         x->created_unix_ms = (uint64_t)created;
         {
-                uint64_t now = unix_ms(), age = now > (uint64_t)created ? now - (uint64_t)created : 0;
+                uint64_t now = xb_unix_ms(), age = now > (uint64_t)created ? now - (uint64_t)created : 0;
 
                 x->created_ms = xb_now_ms() > age ? xb_now_ms() - age : 1;
         }

@@ -198,6 +198,12 @@ on_hard(struct xb_timer *t)
         xb_proc_signal(p, SIGKILL);
 }
 
+void
+proc_arm_hard(struct xb_proc *p, uint64_t after_ms)
+{
+        xb_timer_start(p->sbx->core->loop, &p->hard, after_ms ? after_ms : 1, on_hard, p);
+}
+
 static void
 on_drain(struct xb_timer *t)
 {
@@ -313,14 +319,15 @@ proc_spawned(void *ctx, pid_t pid)
                 return;
         p->spawned = true;
         p->pid = pid;
-        if (p->background && !p->tty)
-                xb_adopt_hold(p);
         /* The whole streams' files are named by the pid, now known. */
         if (p->spill_wait) {
                 p->spill_wait = false;
                 proc_spill_start(p);
                 proc_watch_pipes(p);
         }
+        /* After the spill files are named: the next daemon goes on with them. */
+        if (p->background && !p->tty)
+                xb_adopt_hold(p);
         proc_answer_spawned(p);
 }
 

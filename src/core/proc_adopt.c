@@ -68,6 +68,19 @@ xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds
         p->next = x->procs;
         x->procs = p;
         x->nprocs++;
-        proc_watch_pipes(p);
+        {
+                json_t *spill = json_object_get(note, "spill");
+                const char *o = json_string_value(json_array_get(spill, 0)), *e = json_string_value(json_array_get(spill, 1));
+                json_int_t at = json_integer_value(json_object_get(note, "timeout_at_unix_ms"));
+
+                /* A deadline survives the restart: the wall clock (the monotonic
+                 * one is per boot, and the daemon's start is not the process's). */
+                if (at > 0)
+                        proc_arm_hard(p, (uint64_t)at > xb_unix_ms() ? (uint64_t)at - xb_unix_ms() : 0);
+                if (o && e && !strncmp(o, "/var/tmp/execbox/", 17) && !strncmp(e, "/var/tmp/execbox/", 17))
+                        proc_spill_resume(p, o, e);
+                else
+                        proc_watch_pipes(p);
+        }
         return 0;
 }

@@ -97,6 +97,11 @@ void proc_pump_stdin(struct xb_proc *p);
 /* ---- proc_spill.c: the whole streams in files inside the sandbox ---- */
 /* Open p's files (background, no terminal); its pipes wait for them. */
 void proc_spill_start(struct xb_proc *p);
+/* A re-adopted process (proc_adopt.c): go on with the files an earlier
+ * daemon wrote, from their ends; the pipes are read once both are open. */
+void proc_spill_resume(struct xb_proc *p, const char *out_path, const char *err_path);
+/* The hard timeout, after_ms from now (0: at once). */
+void proc_arm_hard(struct xb_proc *p, uint64_t after_ms);
 /* Close them, and give back their fds (the files stay). */
 void proc_spill_free(struct xb_proc *p);
 /* Append n bytes; a failure stops the file there. */

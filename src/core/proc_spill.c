@@ -37,6 +37,7 @@ struct spill_req {
         struct xb_call *call;        /* until its sink hears the end */
         struct proc_spill *sp;
         unsigned refs;
+        bool resume;                 /* proc_spill_resume: keep the file, go on from its end */
 };
 
 static void
@@ -102,7 +103,15 @@ spill_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd
         snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
         rw = open(self, O_RDWR | O_CLOEXEC);
         close(fd);
-        if (rw < 0 || ftruncate(rw, 0) < 0) {
+        if (rw >= 0 && q->resume && q->p) {
+                /* What the earlier daemon read is in the file: the stream goes on at its end. */
+                q->sp->written = (uint64_t)st->st_size;
+                xb_outbuf_skip(q->sp == &q->p->sp_out ? &q->p->out : &q->p->err, (uint64_t)st->st_size);
+        } else if (rw >= 0 && ftruncate(rw, 0) < 0) {
+                close(rw);
+                rw = -1;
+        }
+        if (rw < 0) {
                 int e = errno;
 
                 if (rw >= 0)
@@ -125,21 +134,21 @@ spill_free(void *ctx)
 
 static const struct xb_fileop_fd_ops spill_fd_ops = { .opened = spill_opened, .free = spill_free, .background = true };
 
+/* Open sp's file: path (taken), or a new proc-PID.name when NULL. */
 static void
-spill_open(struct xb_proc *p, struct proc_spill *sp, const char *name)
+spill_open(struct xb_proc *p, struct proc_spill *sp, const char *name, char *path)
 {
         struct xb_file_req fq = { .op = XB_FOP_WRITE, .depth = 1, .mode = 0644, .flags = XB_FILE_PARENTS };
         struct spill_req *q = calloc(1, sizeof(*q));
-        char *path = NULL;
-
-        int r = -1;
+        bool resume = path != NULL;
+        int r = resume ? 0 : -1;
 
         /* proc-PID, unless a process the sandbox had before with that pid
          * (pids wrap) still holds the name. */
-        for (struct xb_proc *o = p->sbx->procs; o; o = o->next)
+        for (struct xb_proc *o = p->sbx->procs; !resume && o; o = o->next)
                 if (o != p && o->spawned && o->pid == p->pid && (o->sp_out.path || o->sp_err.path))
                         r = -2;
-        if (q)
+        if (q && !resume)
                 r = r == -1 ? asprintf(&path, SPILL_DIR "/proc-%d.%s", (int)p->pid, name)
                             : asprintf(&path, SPILL_DIR "/proc-%d-%08x.%s", (int)p->pid, p->tag, name);
         if (!q || r < 0 || !(sp->path = strdup(path)) || !(q->call = xb_call_new(&spill_sink, q, 0))) {
@@ -148,7 +157,12 @@ spill_open(struct xb_proc *p, struct proc_spill *sp, const char *name)
                 spill_fail(sp, ENOMEM);
                 return;
         }
-        *q = (struct spill_req){ .p = p, .call = q->call, .sp = sp, .refs = 2 };
+        /* An earlier daemon's file is read-opened (never created or cut) and reopened read-write. */
+        if (resume) {
+                fq.op = XB_FOP_READ;
+                fq.flags = 0;
+        }
+        *q = (struct spill_req){ .p = p, .call = q->call, .sp = sp, .refs = 2, .resume = resume };
         sp->req = q;
         p->spill_pending++;
         fq.path = path;
@@ -167,9 +181,31 @@ proc_spill_start(struct xb_proc *p)
         p->spill_fds = SPILL_FDS;
         /* Held until both answer (either may answer at once). */
         p->spill_pending++;
-        spill_open(p, &p->sp_out, "stdout");
-        spill_open(p, &p->sp_err, "stderr");
+        spill_open(p, &p->sp_out, "stdout", NULL);
+        spill_open(p, &p->sp_err, "stderr", NULL);
         p->spill_pending--;
+}
+
+void
+proc_spill_resume(struct xb_proc *p, const char *out_path, const char *err_path)
+{
+        char *o = strdup(out_path), *e = strdup(err_path);
+
+        p->sp_out.fd = p->sp_err.fd = -1;
+        if (!o || !e || xb_fds_charge(p->sbx, SPILL_FDS, NULL) < 0) {
+                free(o);
+                free(e);
+                spill_fail(&p->sp_out, EMFILE);
+                spill_fail(&p->sp_err, EMFILE);
+                proc_watch_pipes(p);
+                return;
+        }
+        p->spill_fds = SPILL_FDS;
+        p->spill_pending++;
+        spill_open(p, &p->sp_out, "stdout", o);
+        spill_open(p, &p->sp_err, "stderr", e);
+        if (--p->spill_pending == 0)
+                proc_watch_pipes(p);
 }
 
 static void

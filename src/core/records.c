@@ -29,15 +29,6 @@
 #define TOMBS_LOG "tombs.log"
 #define REAPED_WHY "the daemon restarted and the sandbox did not survive it; create a new sandbox"
 
-static uint64_t
-unix_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* name in dirfd, atomically: a reader sees the old file or the whole new
  * one. sync: fdatasync before the rename, so that a host crash keeps it
  * too (the tombstones' compacted log, which holds them all); a record
@@ -86,7 +77,7 @@ tomb_json(const struct xb_tomb *t, uint64_t at_unix_ms)
 static int
 tombs_compact(struct xb_core *s)
 {
-        uint64_t now = xb_now_ms(), unow = unix_ms();
+        uint64_t now = xb_now_ms(), unow = xb_unix_ms();
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
@@ -128,7 +119,7 @@ xb_tomb_persist(struct xb_core *s, const struct xb_tomb *t)
                         xb_warn("cannot rewrite %s/" TOMBS_LOG ": %s", s->o.state_dir, strerror(errno));
                 return;   /* the compacted ring has t already */
         }
-        j = tomb_json(t, unix_ms());
+        j = tomb_json(t, xb_unix_ms());
         line = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (!line)
@@ -153,7 +144,7 @@ tombs_load(struct xb_core *s)
 {
         _cleanup_close_ int fd = openat(s->state_fd, TOMBS_LOG, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         _cleanup_fclose_ FILE *f = NULL;
-        uint64_t now = xb_now_ms(), unow = unix_ms();
+        uint64_t now = xb_now_ms(), unow = xb_unix_ms();
         char line[1024];
 
         if (fd < 0 || !(f = fdopen(fd, "r")))

@@ -170,3 +170,16 @@ xb_outbuf_read(const struct xb_outbuf *o, uint64_t off, char *dst, size_t max, u
         }
         return n;
 }
+
+void
+xb_outbuf_skip(struct xb_outbuf *o, uint64_t n)
+{
+        if (!n)
+                return;
+        /* The head is the stream's start, which memory no longer has: the
+         * whole cap goes to the tail (before the ring is made). */
+        if (!o->ring)
+                o->ring_cap += o->head_cap - o->head_len;
+        o->head_cap = o->head_len;
+        o->total += n;
+}

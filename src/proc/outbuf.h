@@ -28,6 +28,9 @@ static inline uint64_t xb_outbuf_dropped(const struct xb_outbuf *o)
 {
         return o->total - o->head_len - o->ring_len;
 }
+/* n bytes came before (an earlier daemon read them; they are in the
+ * stream's file): counted, never kept, and what follows goes to the tail. */
+void xb_outbuf_skip(struct xb_outbuf *o, uint64_t n);
 /* Head, a marker naming the dropped byte count and `what`, then the tail,
  * as one malloc'd NUL-terminated string (length in *ret_len). */
 char *xb_outbuf_render(const struct xb_outbuf *o, const char *what, size_t *ret_len);

@@ -416,3 +416,34 @@ Test(outbuf_read, matches_the_model)
                 xb_outbuf_free(&o);
         }
 }
+
+/* A stream an earlier daemon read up to 1000 (in the stream's file): the
+ * memory has none of it, offsets go on from there, and the whole cap keeps
+ * the tail of what follows. */
+Test(outbuf, skip_counts_the_earlier_bytes_and_keeps_what_follows)
+{
+        struct xb_outbuf o;
+        char buf[64];
+        uint64_t start = 0;
+        size_t n;
+
+        xb_outbuf_init(&o, 64);
+        xb_outbuf_skip(&o, 1000);
+        cr_assert_eq(o.total, 1000);
+        cr_assert_eq(xb_outbuf_read(&o, 0, buf, sizeof(buf), &start), 0);
+        write_pat(&o, 1000, 40);
+        cr_assert_eq(o.total, 1040);
+        n = xb_outbuf_read(&o, 1000, buf, sizeof(buf), &start);
+        cr_assert_eq(start, 1000);
+        cr_assert_eq(n, 40, "all 40 fit in the whole cap's tail, got %zu", n);
+        for (size_t i = 0; i < n; i++)
+                cr_assert_eq(buf[i], pat(1000 + i));
+        /* Past the cap only the last 64 stay. */
+        write_pat(&o, 1040, 100);
+        n = xb_outbuf_read(&o, 1000, buf, sizeof(buf), &start);
+        cr_assert_eq(start, 1140 - 64);
+        cr_assert_eq(n, 64);
+        for (size_t i = 0; i < n; i++)
+                cr_assert_eq(buf[i], pat(start + i));
+        xb_outbuf_free(&o);
+}
