@@ -148,7 +148,7 @@ def _detached_serve(execbox: str, state: str, prefix: str) -> tuple[int, str]:
     log = state + ".out"
     env = dict(os.environ, EXECBOX_CGROUP_PREFIX=prefix)
     env.pop("EXECBOX_TOKEN", None)
-    out = subprocess.run(["sh", "-c", f'setsid "$0" serve --listen 127.0.0.1:0 --state-dir "$1" --no-auth --pool 0 '
+    out = subprocess.run(["sh", "-c", f'setsid "$0" serve --listen 127.0.0.1:0 --state-dir "$1" --no-auth --pool 0 --stop-sandboxes '
                           f'>"$2" 2>&1 </dev/null & echo $!', execbox, state, log],
                          env=env, capture_output=True, text=True, check=True)
     pid = int(out.stdout.strip())
