@@ -23,7 +23,7 @@ before(async () => {
         dir = mkdtempSync(join(tmpdir(), "execbox-ts-client-"));
         writeFileSync(join(dir, "tokens"), TOKEN + "\n", { mode: 0o600 });
         server = spawn(bin, ["serve", "--listen", "127.0.0.1:0", "--state-dir", join(dir, "state"),
-                             "--token-file", join(dir, "tokens"), "--pool", "2"],
+                             "--token-file", join(dir, "tokens"), "--pool", "2", "--stop-sandboxes"],
                        { stdio: ["ignore", "pipe", "inherit"] });
         url = await new Promise((resolve, reject) => {
                 let out = "";

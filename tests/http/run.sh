@@ -46,7 +46,7 @@ chmod 600 "$W/tokens"
 start() {   # start NAME ARGS...: sets URL
         local name=$1
         shift
-        "$EXECBOX" serve --listen 127.0.0.1:0 --state-dir "$W/$name" --pool 0 --token-file "$W/tokens" "$@" \
+        "$EXECBOX" serve --listen 127.0.0.1:0 --state-dir "$W/$name" --pool 0 --stop-sandboxes --token-file "$W/tokens" "$@" \
                 > "$W/$name.out" 2> "$W/$name.err" &
         PIDS+=($!)
         URL=

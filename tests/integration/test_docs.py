@@ -119,7 +119,7 @@ def _node_env() -> dict:
 class Server:
     def __init__(self, execbox: str, state_dir: str, token: str | None):
         self.token = token
-        argv = [execbox, "serve", "--listen", "127.0.0.1:0", "--state-dir", state_dir, "--pool", "0"]
+        argv = [execbox, "serve", "--listen", "127.0.0.1:0", "--state-dir", state_dir, "--pool", "0", "--stop-sandboxes"]
         env = os.environ.copy()
         env.pop("EXECBOX_TOKEN", None)
         if token:

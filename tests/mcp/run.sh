@@ -80,7 +80,7 @@ trap cleanup EXIT
 python3 "$ROOT/tests/mcp/leftovers.py" snapshot "$W/host.json"
 
 start_server() {   # start_server ARGS...: sets URL and SERVER_PID
-        "$EXECBOX" serve --listen 127.0.0.1:0 --state-dir "$W/state" --pool 1 "$@" \
+        "$EXECBOX" serve --listen 127.0.0.1:0 --state-dir "$W/state" --pool 1 --stop-sandboxes "$@" \
                 > "$W/server.out" 2> "$W/server.err" &
         SERVER_PID=$!
         for _ in $(seq 200); do
