@@ -191,7 +191,9 @@ def test_unit_with_memory_layers(tmp_path):
     empty directory under its overlay."""
     unit = tmp_path / "execbox.service"
     unit.write_text(UNIT_IN.read_text().replace("@BINDIR@", "/run/xb-bin")
-                    .replace("ExecStart=/run/xb-bin/execbox serve", "ExecStart=/run/xb-bin/execbox serve --layers memory"))
+                    .replace("ExecStart=/run/xb-bin/execbox serve",
+                             # Stopped for good: its sandbox must not wait for a next server.
+                             "ExecStart=/run/xb-bin/execbox serve --layers memory --stop-sandboxes"))
     smoke_dir = tempfile.mkdtemp(prefix="xb-smoke.", dir="/var/tmp")
     try:
         smoke = Path(smoke_dir) / "layers_smoke.py"
