@@ -191,6 +191,7 @@ xb__cell_finish(struct xb__cell *c, const char *status)
                 xb__cell_free(c);
         if (ss->state == SS_BUSY)
                 ss->state = SS_IDLE;
+        xb_sbx_used(ss->sbx);   /* the idle TTL runs from the end of the cell */
         xb__cell_start_next(ss);
 }
 

@@ -344,6 +344,8 @@ proc_exited(void *ctx, int status, uint64_t cpu_us, uint64_t maxrss_kb)
         p->maxrss = maxrss_kb * 1024;   /* the largest process of the tree, from wait4 */
         p->end_ms = xb_now_ms();
         proc_budget_unhold(p);
+        /* Its work ended now: one idle TTL from here, not from the last poll. */
+        xb_sbx_used(p->sbx);
         if (p->out_fd < 0 && p->err_fd < 0)
                 proc_finish(p);
         else
