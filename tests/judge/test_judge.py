@@ -108,7 +108,7 @@ def test_piston_run_cpu_time(srv):
                                         "files": [{"content": "int main(){for(;;);}"}]}).json()
     run = out["run"]
     assert run["status"] == "TO" and run["signal"] == "SIGKILL" and run["message"] == "Time limit exceeded", out
-    assert 900 <= run["cpu_time"] <= 1500 and run["wall_time"] < 3000, out
+    assert 900 <= run["cpu_time"] <= 1500 and run["wall_time"] < 8000, out
     assert time.monotonic() - t < 10
     out = post(srv, "/api/v2/execute", {"language": "python", "version": "*", "run_cpu_time": 1000, "args": ["a b"],
                                         "files": [{"content": "import sys\nprint(sys.argv[1:])"}]}).json()
