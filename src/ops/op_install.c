@@ -38,6 +38,7 @@
 #include "core/instcache.h"
 #include "ops/jsonv.h"
 #include "ops/ops.h"
+#include "ops/subcall.h"
 #include "proc/env.h"
 
 #define PKGS_MAX 128
@@ -106,25 +107,13 @@ client_left(void *owner)
         ((struct inst *)owner)->client = NULL;
 }
 
-/* ---- internal calls (as in op_tbuild.c) ---- */
-
-typedef void (*then_fn)(struct inst *in, json_t *res, const struct xb_err *err);
-
-struct sub {
-        struct inst *in;
-        then_fn then;
-};
-
+/* The builder's output: into the tail (quoted when it fails), and a
+ * `log` event to a client that asked for events. */
 static void
-sub_event(void *ctx, const char *name, json_t *data)
+output(void *owner, const char *stream, const char *d, size_t n)
 {
-        struct inst *in = ((struct sub *)ctx)->in;
-        json_t *dv = json_object_get(data, "data");
-        const char *d = json_string_value(dv);
-        size_t n = d ? json_string_length(dv) : 0;
+        struct inst *in = owner;
 
-        if (!name || !d || (strcmp(name, "stdout") && strcmp(name, "stderr")))
-                return;
         if (n > TAIL_MAX) {
                 d += n - TAIL_MAX;
                 n = TAIL_MAX;
@@ -137,46 +126,11 @@ sub_event(void *ctx, const char *name, json_t *data)
         in->ntail += n;
         in->tail[in->ntail] = 0;
         if (in->client && xb_call_wants_events(in->client)) {
-                json_t *ev = json_pack("{s:s,s:s%}", "stream", name, "data", d, n);
+                json_t *ev = json_pack("{s:s,s:s%}", "stream", stream, "data", d, n);
 
                 xb_call_event(in->client, "log", ev);
                 json_decref(ev);
         }
-}
-
-static void
-sub_done(void *ctx, json_t *res)
-{
-        struct sub *u = ctx;
-
-        u->then(u->in, res, NULL);
-        json_decref(res);
-        free(u);
-}
-
-static void
-sub_fail(void *ctx, const struct xb_err *err)
-{
-        struct sub *u = ctx;
-
-        u->then(u->in, NULL, err);
-        free(u);
-}
-
-static const struct xb_sink_ops sub_ops = { .event = sub_event, .done = sub_done, .fail = sub_fail };
-
-static struct xb_call *
-sub_call(struct inst *in, then_fn then)
-{
-        struct sub *u = calloc(1, sizeof(*u));
-        struct xb_call *c = u ? xb_call_new(&sub_ops, u, XB_CALL_EVENTS) : NULL;
-
-        if (!c) {
-                free(u);
-                return NULL;
-        }
-        *u = (struct sub){ in, then };
-        return c;
 }
 
 /* ---- the chain ---- */
@@ -247,8 +201,9 @@ pkgs_json(const struct inst *in)
 }
 
 static void
-applied(struct inst *in, json_t *res, const struct xb_err *err)
+applied(void *owner, json_t *res, const struct xb_err *err)
 {
+        struct inst *in = owner;
         const char *status = json_string_value(json_object_get(res, "status"));
         json_int_t code = json_integer_value(json_object_get(res, "exit_code"));
         const char *stderr_s = json_string_value(json_object_get(res, "stderr"));
@@ -325,7 +280,7 @@ apply(struct inst *in)
         n = 0;
         for (; rm[n]; n++)
                 ;
-        if (!(argv = calloc(n + 5, sizeof(*argv))) || !(c = sub_call(in, applied))) {
+        if (!(argv = calloc(n + 5, sizeof(*argv))) || !(c = xb_subcall_new(in, applied, output))) {
                 free(argv);
                 xb_strv_free(rm);
                 close(fd);
@@ -354,8 +309,9 @@ apply(struct inst *in)
 }
 
 static void
-built(struct inst *in, json_t *res, const struct xb_err *err)
+built(void *owner, json_t *res, const struct xb_err *err)
 {
+        struct inst *in = owner;
         const char *status = json_string_value(json_object_get(res, "status"));
         json_int_t code = json_integer_value(json_object_get(res, "exit_code"));
         struct xb_sbx *b = in->builder;
@@ -414,7 +370,7 @@ build(struct inst *in, struct xb_sbx *x)
         for (net = xb_sbx_net_env(b); net && net[n]; n++)
                 ;
         if (xb_env_build("/root", 0, xb_sbx_net_env(b), n, &env, &err) < 0 ||
-            !(argv = calloc(5 + PKGS_MAX, sizeof(*argv))) || !(c = sub_call(in, built))) {
+            !(argv = calloc(5 + PKGS_MAX, sizeof(*argv))) || !(c = xb_subcall_new(in, built, output))) {
                 xb_strv_free(env);
                 free(argv);
                 finish_fail(in, XB_E_NOMEM, "out of memory");

@@ -26,6 +26,7 @@
 #include "ops/op_tbuild_int.h"
 #include "ops/op_tmpl.h"
 #include "ops/ops.h"
+#include "ops/subcall.h"
 #include "proc/env.h"
 
 #define STEPS_MAX 256
@@ -117,14 +118,7 @@ xb_op_build_forget(struct xb_core *s, const char *name, int tenant, struct xb_er
         return true;
 }
 
-/* ---- internal calls: an operation whose outcome goes to a function ---- */
-
-typedef void (*then_fn)(struct build *b, json_t *res, const struct xb_err *err);
-
-struct sub {
-        struct build *b;
-        then_fn then;
-};
+/* ---- a step's output, and its operations ---- */
 
 void
 xb_tb_log(struct build *b, const char *stream, const char *d, size_t n)
@@ -150,62 +144,16 @@ xb_tb_log(struct build *b, const char *stream, const char *d, size_t n)
 }
 
 static void
-sub_event(void *ctx, const char *name, json_t *data)
+output(void *owner, const char *stream, const char *d, size_t n)
 {
-        struct sub *u = ctx;
-        const char *d = json_string_value(json_object_get(data, "data"));
-        size_t n = d ? json_string_length(json_object_get(data, "data")) : 0;
-
-        if (!name || !d || (strcmp(name, "stdout") && strcmp(name, "stderr")))
-                return;
-        xb_tb_log(u->b, name, d, n);
+        xb_tb_log(owner, stream, d, n);
 }
 
+/* Run op with args (taken) for b; then(b, result or NULL, err or NULL). */
 static void
-sub_done(void *ctx, json_t *res)
+sub_run(struct build *b, const char *op, json_t *args, xb_subcall_then then)
 {
-        struct sub *u = ctx;
-
-        u->then(u->b, res, NULL);
-        json_decref(res);
-        free(u);
-}
-
-static void
-sub_fail(void *ctx, const struct xb_err *err)
-{
-        struct sub *u = ctx;
-
-        u->then(u->b, NULL, err);
-        free(u);
-}
-
-static const struct xb_sink_ops sub_ops = { .event = sub_event, .done = sub_done, .fail = sub_fail };
-
-/* Run op with args (taken); then(b, result or NULL, err or NULL). */
-static void
-sub_run(struct build *b, const char *op, json_t *args, then_fn then)
-{
-        struct sub *u = calloc(1, sizeof(*u));
-        struct xb_call *c = u ? xb_call_new(&sub_ops, u, XB_CALL_EVENTS) : NULL;
-        struct xb_err err = { 0 };
-
-        if (!c || !args) {
-                free(u);
-                json_decref(args);
-                xb_err_code(&err, XB_E_NOMEM, ENOMEM, NULL, "out of memory");
-                then(b, NULL, &err);
-                return;
-        }
-        *u = (struct sub){ b, then };
-        xb_op_run(xb_op_find(op), b->core, b->tenant, args, c);
-        json_decref(args);
-}
-
-static void
-ignore(struct build *b, json_t *res, const struct xb_err *err)
-{
-        (void)b, (void)res, (void)err;
+        xb_subcall_run(b->core, b->tenant, op, args, b, then, output);
 }
 
 /* ---- the chain ---- */
@@ -232,7 +180,7 @@ xb_tb_fail(struct build *b, enum xb_ecode code, const char *fmt, ...)
         b->state = B_FAILED;
         b->error = json_pack("{s:s,s:s}", "code", xb_ecode_name(code), "message", err.msg);
         if (b->sbx[0])
-                sub_run(b, "sandbox_delete", json_pack("{s:s}", "id", b->sbx), ignore);
+                sub_run(b, "sandbox_delete", json_pack("{s:s}", "id", b->sbx), NULL);
         b->sbx[0] = 0;
         if (b->client) {
                 xb_call_on_cancel(b->client, NULL, NULL);
@@ -252,8 +200,9 @@ step_label(const struct step *st)
 }
 
 static void
-step_done(struct build *b, json_t *res, const struct xb_err *err)
+step_done(void *owner, json_t *res, const struct xb_err *err)
 {
+        struct build *b = owner;
         const struct step *st = &b->steps[b->cur];
         _cleanup_free_ char *label = step_label(st);
         const char *status = json_string_value(json_object_get(res, "status"));
@@ -301,7 +250,7 @@ env_of(struct build *b)
         return json_is_object(e) ? json_incref(e) : json_object();
 }
 
-static void snapshot_done(struct build *b, json_t *res, const struct xb_err *err);
+static void snapshot_done(void *owner, json_t *res, const struct xb_err *err);
 
 static void
 next_step(struct build *b)
@@ -354,8 +303,9 @@ next_step(struct build *b)
 }
 
 static void
-created(struct build *b, json_t *res, const struct xb_err *err)
+created(void *owner, json_t *res, const struct xb_err *err)
 {
+        struct build *b = owner;
         const char *id = json_string_value(json_object_get(res, "id"));
 
         if (err || !id) {
@@ -368,8 +318,9 @@ created(struct build *b, json_t *res, const struct xb_err *err)
 }
 
 static void
-snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
+snapshot_done(void *owner, json_t *res, const struct xb_err *err)
 {
+        struct build *b = owner;
         struct xb_core *s = b->core;
         struct xb_template *t, *from;
         json_t *start = json_object_get(b->spec, "start");
@@ -405,7 +356,7 @@ snapshot_done(struct build *b, json_t *res, const struct xb_err *err)
                 t->ready_timeout_s = from->ready_timeout_s;
         }
         xb_template_save(s, t);
-        sub_run(b, "sandbox_delete", json_pack("{s:s}", "id", b->sbx), ignore);
+        sub_run(b, "sandbox_delete", json_pack("{s:s}", "id", b->sbx), NULL);
         b->sbx[0] = 0;
         if (c) {
                 json_t *j = xb_template_json(t);

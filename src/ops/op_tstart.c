@@ -15,7 +15,7 @@
 #include "core/core.h"
 #include "core/templates.h"
 #include "ops/op_tmpl.h"
-#include "ops/ops.h"
+#include "ops/subcall.h"
 
 #define READY_DEFAULT_S 30
 
@@ -59,69 +59,19 @@ ts_fail(struct tstart *t, const struct xb_err *err)
         ts_free(t);
 }
 
-static void ts_next(struct tstart *t, json_t *res, const struct xb_err *err);
+static void ts_next(void *owner, json_t *res, const struct xb_err *err);
 
-static void
-ev_none(void *ctx, const char *name, json_t *data)
-{
-        (void)ctx, (void)name, (void)data;
-}
-
-static void
-on_done(void *ctx, json_t *res)
-{
-        ts_next(ctx, res, NULL);
-        json_decref(res);
-}
-
-static void
-on_fail(void *ctx, const struct xb_err *err)
-{
-        ts_next(ctx, NULL, err);
-}
-
-static const struct xb_sink_ops ts_ops = { .event = ev_none, .done = on_done, .fail = on_fail };
-
-static void
-del_done(void *ctx, json_t *res)
-{
-        (void)ctx;
-        json_decref(res);
-}
-
-static void
-del_fail(void *ctx, const struct xb_err *err)
-{
-        (void)ctx, (void)err;
-}
-
-static const struct xb_sink_ops del_ops = { .event = ev_none, .done = del_done, .fail = del_fail };
-
+/* Its steps hear no output: a probe's is read from the process at the end. */
 static void
 run(struct tstart *t, const char *op, json_t *args)
 {
-        struct xb_call *c = args ? xb_call_new(&ts_ops, t, 0) : NULL;
-        struct xb_err err = { .ecode = XB_E_NOMEM, .code = ENOMEM };
-
-        if (!c) {
-                json_decref(args);
-                snprintf(err.msg, sizeof(err.msg), "out of memory");
-                ts_next(t, NULL, &err);
-                return;
-        }
-        xb_op_run(xb_op_find(op), t->core, t->tenant, args, c);
-        json_decref(args);
+        xb_subcall_run(t->core, t->tenant, op, args, t, ts_next, NULL);
 }
 
 static void
 delete_sbx(struct tstart *t)
 {
-        json_t *args = json_pack("{s:s}", "id", t->id);
-        struct xb_call *c = args ? xb_call_new(&del_ops, NULL, 0) : NULL;
-
-        if (c)
-                xb_op_run(xb_op_find("sandbox_delete"), t->core, t->tenant, args, c);
-        json_decref(args);
+        xb_subcall_run(t->core, t->tenant, "sandbox_delete", json_pack("{s:s}", "id", t->id), NULL, NULL, NULL);
 }
 
 static char *
@@ -170,8 +120,9 @@ not_ready(struct tstart *t, json_t *out)
 }
 
 static void
-ts_next(struct tstart *t, json_t *res, const struct xb_err *err)
+ts_next(void *owner, json_t *res, const struct xb_err *err)
 {
+        struct tstart *t = owner;
         json_int_t rc;
 
         switch (t->stage++) {
@@ -240,11 +191,11 @@ struct xb_call *
 xb_op_tstart_call(struct xb_core *s, int tenant, const struct xb_template *tp, struct xb_call *c)
 {
         struct tstart *t = calloc(1, sizeof(*t));
-        struct xb_call *inner = t ? xb_call_new(&ts_ops, t, 0) : NULL;
+        struct xb_call *inner = NULL;
 
-        if (!inner || !(t->cmd = strdup(tp->start_cmd)) || (tp->ready_file && !(t->file = strdup(tp->ready_file)))) {
-                if (inner)
-                        xb_call_cancel(inner);
+        /* The call last: a sub-call ends by done or fail only, never dropped. */
+        if (!t || !(t->cmd = strdup(tp->start_cmd)) || (tp->ready_file && !(t->file = strdup(tp->ready_file))) ||
+            !(inner = xb_subcall_new(t, ts_next, NULL))) {
                 if (t)
                         ts_free(t);
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");

@@ -359,6 +359,22 @@ def expect(r: requests.Response, status: int) -> requests.Response:
     return r
 
 
+def shell(srv: "Server", sid: str, cmd: str, user: str | None = None, timeout: int = 120) -> dict:
+    """exec cmd with a server-side timeout (and room past it for the reply),
+    as user (the sandbox's own when None): the result, whatever its exit."""
+    body = {"cmd": cmd, "timeout_s": timeout}
+    if user:
+        body["user"] = user
+    return srv.exec(sid, timeout=timeout + 30, **body)
+
+
+def shell_ok(srv: "Server", sid: str, cmd: str, user: str | None = None, timeout: int = 120) -> str:
+    """shell() that must exit 0: its stdout (the failure shows both ends)."""
+    r = shell(srv, sid, cmd, user, timeout)
+    assert r["exit_code"] == 0, (r["exit_code"], r["stdout"][-2000:], r["stderr"][-2000:])
+    return r["stdout"]
+
+
 def sse_events(resp: requests.Response, t0: float) -> list[tuple[float, str, dict]]:
     """(seconds since t0, event name, data) for each event, as it arrives."""
     events, name, data = [], None, []

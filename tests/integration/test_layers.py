@@ -21,6 +21,7 @@ import pytest
 
 import server_fixture as sf
 from server_fixture import expect, expect_error, server_factory  # noqa: F401
+from server_fixture import shell as sh, shell_ok as ok
 
 
 def store_of(srv: sf.Server) -> str:
@@ -48,19 +49,6 @@ def loop_backing(dev: str) -> str | None:
 def loops_of(state_dir: str) -> list[str]:
     image = os.path.realpath(os.path.join(state_dir, "layers.img"))
     return [d for d in glob.glob("/sys/block/loop*") if loop_backing(d) == image]
-
-
-def sh(srv, sid, cmd, user=None, timeout=120):
-    body = {"cmd": cmd, "timeout_s": timeout}
-    if user:
-        body["user"] = user
-    return srv.exec(sid, timeout=timeout + 30, **body)
-
-
-def ok(srv, sid, cmd, user=None, timeout=120) -> str:
-    r = sh(srv, sid, cmd, user, timeout)
-    assert r["exit_code"] == 0, (r["exit_code"], r["stdout"][-2000:], r["stderr"][-2000:])
-    return r["stdout"]
 
 
 @pytest.fixture

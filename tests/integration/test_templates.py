@@ -13,19 +13,7 @@ import pytest
 
 import server_fixture as sf
 from server_fixture import expect, expect_error, server_factory  # noqa: F401
-
-
-def sh(srv, sid, cmd, user=None, timeout=120):
-    body = {"cmd": cmd, "timeout_s": timeout}
-    if user:
-        body["user"] = user
-    return srv.exec(sid, timeout=timeout + 30, **body)
-
-
-def ok(srv, sid, cmd, user=None, timeout=120) -> str:
-    r = sh(srv, sid, cmd, user, timeout)
-    assert r["exit_code"] == 0, (r["exit_code"], r["stdout"][-2000:], r["stderr"][-2000:])
-    return r["stdout"]
+from server_fixture import shell as sh, shell_ok as ok
 
 
 def build(srv, body, timeout=600):
@@ -34,30 +22,7 @@ def build(srv, body, timeout=600):
 
 def sse_events(resp):
     """(event, data) pairs of a text/event-stream reply."""
-    out, name, data = [], None, []
-    for line in resp.iter_lines(decode_unicode=True):
-        if line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-        elif line == "" and name:
-            out.append((name, json.loads("\n".join(data)) if data else None))
-            name, data = None, []
-    return out
-
-
-def timed_sse_events(resp):
-    """(arrival time, event, data) of a text/event-stream reply, as read."""
-    out, name, data = [], None, []
-    for line in resp.iter_lines(decode_unicode=True):
-        if line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
-        elif line == "" and name:
-            out.append((time.monotonic(), name, json.loads("\n".join(data)) if data else None))
-            name, data = None, []
-    return out
+    return [(n, d) for _, n, d in sf.sse_events(resp, 0.0)]
 
 
 def drop(srv, name):
@@ -208,7 +173,7 @@ def test_from_debian_suite_has_no_host_files(srv):
                                    "run": ["echo deb-step > /etc/xb-step"], "env": {"XB_D": "1"}},
                  timeout=900, headers={"Accept": "text/event-stream"}, stream=True)
     expect(r, 200)
-    evs = timed_sse_events(r)
+    evs = sf.sse_events(r, t0)   # (seconds since t0, event, data), as read
     first = time.monotonic() - t0
     assert evs[-1][1] == "result", evs[-1]
     t = evs[-1][2]
@@ -255,7 +220,7 @@ def test_from_debian_failure_streams_mmdebstraps_output_and_quotes_its_end(srv):
     r = srv.post("/v1/templates", {"name": "xb-nodeb", "from": "debian:xbnosuchsuite"}, timeout=600,
                  headers={"Accept": "text/event-stream"}, stream=True)
     expect(r, 200)
-    evs = timed_sse_events(r)
+    evs = sf.sse_events(r, time.monotonic())
     names = [n for _, n, _ in evs]
     assert names[-1] == "error", names
     err = evs[-1][2]
@@ -313,6 +278,19 @@ def _layer_names(layout):
     return names
 
 
+def _archive(layout, images, name):
+    """The layout as an archive (a tar of it, as `skopeo copy oci-archive:`
+    writes) named name in images; its path."""
+    path = str(images / name)
+    subprocess.run(["tar", "-C", layout, "-cf", path, "."], check=True)
+    return path
+
+
+def _no_import_left(srv):
+    """No import's unpacked layout is left in the state directory."""
+    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+
+
 @pytest.fixture
 def oci_srv(server_factory, tmp_path):
     d = tmp_path / "images"
@@ -344,8 +322,7 @@ def test_import_oci_archive_with_whiteout_and_config(oci_srv, tmp_path):
            "--config.cmd", "echo started > /tmp/oci-started; exec sleep 1000")
     # The second layer deletes gone.txt with a whiteout: the positive control.
     assert any(n.endswith(".wh.gone.txt") for n in _layer_names(layout))
-    archive = str(images / "img.tar")
-    subprocess.run(["tar", "-C", layout, "-cf", archive, "."], check=True)
+    archive = _archive(layout, images, "img.tar")
     r = build(srv, {"name": "xb-oci", "oci": archive})
     expect(r, 201)
     t = r.json()
@@ -368,7 +345,7 @@ def test_import_oci_archive_with_whiteout_and_config(oci_srv, tmp_path):
     drop(srv, "xb-oci-again")
     srv.remove(sid)
     drop(srv, "xb-oci")
-    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+    _no_import_left(srv)
 
 
 def _evil_layout(root, host_target, mini, hardlink=False):
@@ -439,8 +416,7 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
         kinds = {m.name: m for m in t.getmembers()}
     assert kinds["../escape-dotdot.txt"].isfile() and kinds["lnk"].issym() and kinds["evil-mem"].ischr()
     assert kinds["suid-sh"].mode & 0o4000
-    archive = str(images / "evil.tar")
-    subprocess.run(["tar", "-C", layout, "-cf", archive, "."], check=True)
+    archive = _archive(layout, images, "evil.tar")
     r = build(srv, {"name": "xb-evil", "oci": archive})
     # Nothing was written outside the root, whatever the import said.
     assert os.listdir(target) == []
@@ -461,12 +437,11 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
         drop(srv, "xb-evil")
     else:
         expect_error(r, 422, "template_build_failed")
-    assert not [n for n in os.listdir(srv.state_dir) if n.startswith("oci-")]
+    _no_import_left(srv)
     # A hard link to a host file: refused (the link's target is looked up in the root).
     hl = str(tmp_path / "evil-hl")
     _evil_layout(hl, str(target), mini, hardlink=True)
-    archive_hl = str(images / "evil-hl.tar")
-    subprocess.run(["tar", "-C", hl, "-cf", archive_hl, "."], check=True)
+    archive_hl = _archive(hl, images, "evil-hl.tar")
     r = build(srv, {"name": "xb-evil-hl", "oci": archive_hl})
     expect_error(r, 422, "template_build_failed")
     assert "hl" in r.json()["error"]["message"], r.json()
@@ -474,8 +449,7 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
     evil2 = str(tmp_path / "evil2")
     shutil.copytree(layout, evil2, symlinks=True)
     os.symlink("/etc/shadow", os.path.join(evil2, "blobs/sha256", "0" * 64))
-    archive2 = str(images / "evil2.tar")
-    subprocess.run(["tar", "-C", evil2, "-cf", archive2, "."], check=True)
+    archive2 = _archive(evil2, images, "evil2.tar")
     r = build(srv, {"name": "xb-evil2", "oci": archive2})
     expect_error(r, 422, "template_build_failed")
     assert "links or special files" in r.json()["error"]["message"]

@@ -93,21 +93,48 @@ def put(srv, sid, path, body, timeout=300):
                        headers={"Content-Type": "application/octet-stream"})
 
 
-def test_an_upload_past_the_sandbox_memory_fails_507_and_the_daemon_stays_flat(daemon_cg):
-    srv, peak = daemon_cg
+def crowded(srv, peak):
+    """A 128 MiB sandbox running a process of its own that holds 16 MiB,
+    which the memory pressure must not take: (sid, the daemon's cgroup peak,
+    its RSS peak) before the upload."""
     sid = srv.create(limits={"memory": 128 * MiB})["id"]
-    # Something the sandbox runs, which the memory pressure must not take.
     expect(srv.post(f"/v1/sandboxes/{sid}/processes",
                     {"cmd": "python3 -c 'x = bytearray(16 << 20); import time; time.sleep(600)'"}), 201)
     time.sleep(0.5)
-    base, rss0 = peak(), rss_peak(srv.proc.pid)
+    return sid, peak(), rss_peak(srv.proc.pid)
+
+
+def hashed(seed: bytes, tag: str = ""):
+    """(chunk, hash): chunk(i) is MiB i of a stream made from seed and tag,
+    and hash its sha256 so far."""
+    h = hashlib.sha256()
+
+    def chunk(i):
+        c = hashlib.shake_256(seed + tag.encode() + i.to_bytes(4, "big")).digest(MiB)
+        h.update(c)
+        return c
+    return chunk, h
+
+
+def assert_flat(srv, peak, base, rss0=None):
+    """The daemon's cgroup peak (and its RSS peak, given rss0) grew less than
+    FLAT since base: (growth of the peak, of the RSS or None)."""
+    grew = peak() - base
+    rss = rss_peak(srv.proc.pid) - rss0 if rss0 is not None else None
+    assert grew < FLAT, f"the daemon's cgroup grew by {grew >> 20} MiB"
+    assert rss is None or rss < FLAT, "the daemon's RSS grew"
+    return grew, rss
+
+
+def test_an_upload_past_the_sandbox_memory_fails_507_and_the_daemon_stays_flat(daemon_cg):
+    srv, peak = daemon_cg
+    sid, base, rss0 = crowded(srv, peak)
     zeros = bytes(MiB)
     r = put(srv, sid, "/tmp/huge.bin", Body(400 * MiB, lambda i: zeros))
     assert r.status_code in (507, 413), r.text
     err = r.json()["error"]
     assert err["code"] == "disk_full" and "memory" in err["message"], err
-    assert peak() - base < FLAT, f"the daemon's cgroup grew by {(peak() - base) >> 20} MiB"
-    assert rss_peak(srv.proc.pid) - rss0 < FLAT, "the daemon's RSS grew"
+    assert_flat(srv, peak, base, rss0)
     # The file was put back, the sandbox's own process lives, and it still works.
     out = srv.sh(sid, "stat -c %s /tmp/huge.bin; pgrep -fc 'bytearray'")
     assert out.split() == ["0", "1"], out
@@ -117,21 +144,12 @@ def test_an_upload_past_the_sandbox_memory_fails_507_and_the_daemon_stays_flat(d
 def test_an_upload_with_room_succeeds_and_is_the_sandbox_s(daemon_cg):
     srv, peak = daemon_cg
     sid = srv.create(limits={"memory": 512 * MiB})["id"]
-    seed = os.urandom(32)
-    h = hashlib.sha256()
-    chunks = {}
-
-    def chunk(i):
-        c = chunks.get(i)
-        if c is None:
-            c = hashlib.shake_256(seed + i.to_bytes(4, "big")).digest(MiB)
-            h.update(c)
-        return c
+    chunk, h = hashed(os.urandom(32))
     base = peak()
     r = put(srv, sid, "/tmp/big.bin", Body(100 * MiB, chunk))
     expect(r, 200)
     assert r.json()["size"] == 100 * MiB
-    assert peak() - base < FLAT, f"the daemon's cgroup grew by {(peak() - base) >> 20} MiB"
+    assert_flat(srv, peak, base)
     out = srv.sh(sid, "sha256sum /tmp/big.bin")
     assert out.split()[0] == h.hexdigest()
     srv.delete(f"/v1/sandboxes/{sid}")
@@ -182,20 +200,14 @@ def post_form(srv, sid, form, timeout=300):
 
 def test_a_multipart_upload_past_the_sandbox_memory_fails_507_and_the_daemon_stays_flat(daemon_cg):
     srv, peak = daemon_cg
-    sid = srv.create(limits={"memory": 128 * MiB})["id"]
-    expect(srv.post(f"/v1/sandboxes/{sid}/processes",
-                    {"cmd": "python3 -c 'x = bytearray(16 << 20); import time; time.sleep(600)'"}), 201)
-    time.sleep(0.5)
-    base, rss0 = peak(), rss_peak(srv.proc.pid)
+    sid, base, rss0 = crowded(srv, peak)
     zeros = bytes(MiB)
     r = post_form(srv, sid, Form([("/tmp/small.txt", 0, None), ("/tmp/huge.bin", 400 * MiB, lambda i: zeros),
                                   ("/tmp/after.txt", 0, None)]))
     assert r.status_code == 507, r.text
     assert "memory" in r.json()["message"], r.text
-    grew, rss = peak() - base, rss_peak(srv.proc.pid) - rss0
+    grew, rss = assert_flat(srv, peak, base, rss0)
     print(f"\nmultipart 400 MiB into 128 MiB: daemon cgroup peak +{grew / MiB:.1f} MiB, RSS peak +{rss / MiB:.1f} MiB")
-    assert grew < FLAT, f"the daemon's cgroup grew by {grew >> 20} MiB"
-    assert rss < FLAT, "the daemon's RSS grew"
     # The file was put back, the part after it never written, the sandbox's process lives.
     out = srv.sh(sid, "stat -c %s /tmp/small.txt /tmp/huge.bin; test -e /tmp/after.txt || echo none; "
                       "pgrep -fc 'bytearray'")
@@ -207,28 +219,17 @@ def test_a_200_mib_multipart_upload_of_two_files_with_room_is_the_sandbox_s(daem
     srv, peak = daemon_cg
     sid = srv.create(limits={"memory": 768 * MiB})["id"]
     seed = os.urandom(32)
-    hashes = {}
-
-    def maker(tag):
-        h = hashes.setdefault(tag, hashlib.sha256())
-
-        def chunk(i):
-            c = hashlib.shake_256(seed + tag.encode() + i.to_bytes(4, "big")).digest(MiB)
-            h.update(c)
-            return c
-        return chunk
+    (chunk_a, hash_a), (chunk_b, hash_b) = hashed(seed, "a"), hashed(seed, "b")
     base, rss0 = peak(), rss_peak(srv.proc.pid)
     t0 = time.monotonic()
-    r = post_form(srv, sid, Form([("/tmp/a.bin", 150 * MiB, maker("a")), ("b.bin", 50 * MiB, maker("b"))]))
+    r = post_form(srv, sid, Form([("/tmp/a.bin", 150 * MiB, chunk_a), ("b.bin", 50 * MiB, chunk_b)]))
     took = time.monotonic() - t0
     expect(r, 200)
     assert r.json() == [{"name": "a.bin", "type": "file", "path": "/tmp/a.bin"},
                         {"name": "b.bin", "type": "file", "path": "/home/user/b.bin"}], r.text
-    grew, rss = peak() - base, rss_peak(srv.proc.pid) - rss0
+    grew, rss = assert_flat(srv, peak, base, rss0)
     print(f"\nmultipart 200 MiB (two files): {took:.1f} s, daemon cgroup peak +{grew / MiB:.1f} MiB, "
           f"RSS peak +{rss / MiB:.1f} MiB")
-    assert grew < FLAT, f"the daemon's cgroup grew by {grew >> 20} MiB"
-    assert rss < FLAT, "the daemon's RSS grew"
     out = srv.sh(sid, "sha256sum /tmp/a.bin /home/user/b.bin")
-    assert [ln.split()[0] for ln in out.splitlines()] == [hashes["a"].hexdigest(), hashes["b"].hexdigest()], out
+    assert [ln.split()[0] for ln in out.splitlines()] == [hash_a.hexdigest(), hash_b.hexdigest()], out
     srv.delete(f"/v1/sandboxes/{sid}")
