@@ -159,6 +159,10 @@ bool xb_req_accepts(const struct xb_req *r, const char *mime);
  * (the any-type range included); 1 without an Accept header, 0 when
  * nothing matches. */
 double xb_req_accept_q(const struct xb_req *r, const char *mime);
+/* The body's Content-Encoding (coding.c): none or identity, gzip
+ * (x-gzip), or another (or a list of several), which is refused. */
+enum xb_coding { XB_CODING_IDENTITY, XB_CODING_GZIP, XB_CODING_UNKNOWN };
+enum xb_coding xb_req_content_coding(const struct xb_req *r);
 /* --public-url, or NULL. */
 const char *xb_req_public_url(const struct xb_req *r);
 /* Per-request slot for the handler's own state across phases. */
