@@ -10,7 +10,10 @@
  * filename does (relative paths are below /home/user); two files to one
  * path in an upload is 400. Each file is opened when its part begins and
  * written as its bytes arrive; it is complete when the next part begins
- * or the body ends. A failure (507, a malformed body) puts the file being
+ * or the body ends. With `Content-Encoding: gzip` the whole body is
+ * gzip, as envd reads it: a raw body is decoded by the sandbox's writer
+ * (core/files.h), a multipart one by the form parser (transport/form.c)
+ * in bounded slices. A failure (507, a malformed body) puts the file being
  * written back as it was opened and answers once the body is in (the
  * HTTP front cannot answer mid-body); files completed before it stay. */
 #define _GNU_SOURCE
@@ -178,6 +181,7 @@ form_fail(struct form_up *m, const struct xb_err *err)
                 m->err = *err;
         m->failed = true;
         m->skip = true;
+        xb_req_form_drop(m->req);   /* envd stops at the first failure: nothing more is parsed or decoded */
 }
 
 static void
@@ -379,6 +383,13 @@ form_reply_bad(struct xb_req *r, int rc)
                 reply_msg(r, 413, "the upload is over the server's upload limit (--upload-max)");
         else if (rc == -ENOMEM)
                 reply_msg(r, 503, "out of memory");
+        else if (rc == -EILSEQ)
+                reply_msg(r, 400, "error decompressing request body: the gzip stream is corrupt (not gzip, bad data or "
+                          "a bad checksum); the file it was writing was put back. Send the whole form as one gzip "
+                          "stream, or send it uncompressed");
+        else if (rc == -ENODATA)
+                reply_msg(r, 400, "error decompressing request body: the gzip stream is cut short (it ends before "
+                          "the gzip stream does); the file it was writing was put back");
         else
                 reply_msg(r, 400, "the multipart body is malformed or cut short (or a part's header line is over "
                           "64 KiB); the file it was writing was put back");
@@ -436,11 +447,6 @@ e2b_files_post(struct xb_req *r)
                 snprintf(msg, sizeof(msg), "error decompressing request body: unsupported Content-Encoding: %.60s, "
                          "supported: [gzip]", xb_req_header(r, "Content-Encoding"));
                 reply_msg(r, 400, msg);
-                return;
-        }
-        if (multipart && coding == XB_CODING_GZIP) {
-                reply_msg(r, 400, "a gzip-compressed multipart upload is not supported: send each file as "
-                          "application/octet-stream with ?path= and Content-Encoding: gzip");
                 return;
         }
         if (multipart)

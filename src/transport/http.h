@@ -217,9 +217,15 @@ struct xb_form_ops {
 int xb_req_form(struct xb_req *r, const struct xb_form_ops *ops, void *arg, unsigned max_parts);
 /* The consumer takes more: deliver what waits, then read on. */
 void xb_req_form_wake(struct xb_req *r);
+/* The consumer has failed for good: the rest of the body is read and
+ * dropped unparsed (and, gzip, undecoded); xb_req_form_end then returns
+ * -ECANCELED unless the form had failed first. */
+void xb_req_form_drop(struct xb_req *r);
 /* Phase END: 0 when the body was a whole form; -EBADMSG when malformed
  * or cut short (or a part's header line was over 64 KiB), -E2BIG past
- * max_parts, -EFBIG past upload_max, -ENOMEM. gone does not run after. */
+ * max_parts, -EFBIG past upload_max (sent or decoded), -ENOMEM; with
+ * `Content-Encoding: gzip` (decoded as it comes), -EILSEQ for a corrupt
+ * gzip stream and -ENODATA for one cut short. gone does not run after. */
 int xb_req_form_end(struct xb_req *r);
 
 /* Counters (stats.c). Replies by route and status: fn gets the route's

@@ -34,7 +34,8 @@ def post_envd(srv, sid, path, body, encoding="gzip", ctype="application/octet-st
     h = dict(envd_headers(srv, sid), **{"Content-Type": ctype})
     if encoding is not None:
         h["Content-Encoding"] = encoding
-    return srv.request("POST", "/files", params={"path": path}, data=body, timeout=timeout, headers=h)
+    return srv.request("POST", "/files", params={"path": path} if path else None, data=body, timeout=timeout,
+                       headers=h)
 
 
 def content(n: int, seed: bytes) -> bytes:
@@ -197,3 +198,110 @@ def test_envd_bad_gzip_and_other_codings(server):
     expect(post_envd(server, sid, "/home/user/id.txt", b"same\n", encoding="identity"), 200)
     assert server.sh(sid, "cat /home/user/id.txt") == "same\n"
     server.delete(f"/v1/sandboxes/{sid}")
+
+
+# ---- envd's multipart POST /files with the whole form gzipped, as envd
+# reads it: decoded by the daemon's form parser in bounded slices.
+
+BOUNDARY = "xbGZxb91"
+CTYPE = f"multipart/form-data; boundary={BOUNDARY}"
+
+
+def form_head(name, filename=None):
+    fn = f'; filename="{filename}"' if filename else ""
+    return (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"{fn}\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode()
+
+
+def form(files) -> bytes:
+    out = b""
+    for path, data in files:
+        out += form_head("file", path) + data + b"\r\n"
+    return out + f"--{BOUNDARY}--\r\n".encode()
+
+
+class Members:
+    """gzip members one after another, as one body with a Content-Length."""
+
+    def __init__(self, parts):
+        self.parts = parts       # [(bytes, times)]
+
+    def __len__(self):
+        return sum(len(p) * t for p, t in self.parts)
+
+    def __iter__(self):
+        for p, t in self.parts:
+            for _ in range(t):
+                yield p
+
+
+def test_envd_gzip_multipart_is_decoded(server):
+    sid = server.create()["id"]
+    a, b = content(3 * MiB, os.urandom(8)), content(100000, os.urandom(8))
+    body = gz(form([("/tmp/ma.bin", a), ("mb.bin", b)]))
+    r = expect(post_envd(server, sid, None, body, ctype=CTYPE), 200)
+    assert [e["path"] for e in r.json()] == ["/tmp/ma.bin", "/home/user/mb.bin"], r.text
+    out = server.sh(sid, "sha256sum /tmp/ma.bin /home/user/mb.bin")
+    assert [ln.split()[0] for ln in out.splitlines()] == [hashlib.sha256(a).hexdigest(), hashlib.sha256(b).hexdigest()]
+    # Corrupt, and cut short: 400, the file being written put back.
+    bad = bytearray(body)
+    bad[-6] ^= 0xFF
+    r = post_envd(server, sid, None, bytes(bad), ctype=CTYPE)
+    assert r.status_code == 400 and "corrupt" in r.json()["message"], r.text
+    r = post_envd(server, sid, None, gz(form([("/tmp/cut.bin", a)]))[: len(body) // 2], ctype=CTYPE)
+    assert r.status_code == 400 and "cut short" in r.json()["message"], r.text
+    assert server.sh(sid, "stat -c %s /tmp/cut.bin").strip() == "0"
+    server.delete(f"/v1/sandboxes/{sid}")
+
+
+def test_envd_gzip_multipart_bomb_is_507_in_a_small_sandbox(daemon_cg):
+    srv, peak = daemon_cg
+    sid = srv.create(limits={"memory": 128 * MiB})["id"]
+    member, times = bomb(10 << 30)
+    body = Members([(gz(form_head("file", "/tmp/mbomb.bin")), 1), (member, times),
+                    (gz(b"\r\n" + f"--{BOUNDARY}--\r\n".encode()), 1)])
+    base, rss0 = peak(), rss_peak(srv.proc.pid)
+    t0 = time.monotonic()
+    r = post_envd(srv, sid, None, body, ctype=CTYPE)
+    took = time.monotonic() - t0
+    assert r.status_code == 507 and "memory" in r.json()["message"], r.text
+    grew, rss = peak() - base, rss_peak(srv.proc.pid) - rss0
+    print(f"\nmultipart gzip bomb into 128 MiB: {took:.1f} s, daemon cgroup +{grew / MiB:.1f} MiB, "
+          f"RSS +{rss / MiB:.1f} MiB")
+    assert grew < FLAT and rss < FLAT, (grew, rss)
+    assert took < 20, "the rest of the bomb was decoded after the file failed"
+    assert srv.sh(sid, "stat -c %s /tmp/mbomb.bin").strip() == "0"
+    srv.delete(f"/v1/sandboxes/{sid}")
+
+
+def test_envd_gzip_multipart_bomb_in_a_dropped_field_is_413_without_holding_the_loop(daemon_cg):
+    """A form field (no file) is dropped as it is decoded: nothing pushes
+    back, so only the per-call budget keeps the loop turning."""
+    import threading
+    srv, peak = daemon_cg
+    sid = srv.create()["id"]
+    member, times = bomb(4 << 30)
+    body = Members([(gz(form_head("note")), 1), (member, times)])
+    lat, stop = [], threading.Event()
+
+    def ping():
+        while not stop.is_set():
+            t = time.monotonic()
+            srv.get("/healthz", timeout=30)
+            lat.append(time.monotonic() - t)
+            time.sleep(0.05)
+    th = threading.Thread(target=ping)
+    base, rss0 = peak(), rss_peak(srv.proc.pid)
+    th.start()
+    try:
+        r = post_envd(srv, sid, None, body, ctype=CTYPE)
+    finally:
+        stop.set()
+        th.join()
+    assert r.status_code == 413, r.text
+    grew, rss = peak() - base, rss_peak(srv.proc.pid) - rss0
+    print(f"\ndropped-field bomb: {len(lat)} pings, slowest {max(lat) * 1000:.0f} ms, daemon cgroup "
+          f"+{grew / MiB:.1f} MiB")
+    assert grew < FLAT and rss < FLAT, (grew, rss)
+    assert len(lat) >= 3 and max(lat) < 1.0, lat
+    srv.delete(f"/v1/sandboxes/{sid}")
