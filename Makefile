@@ -25,7 +25,8 @@ endif
 PKGS := jansson libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libmicrohttpd is loaded at run time (src/transport/mhd.h): only its headers here.
-PKG_LIBS := $(shell pkg-config --libs jansson 2>/dev/null)
+# zlib decodes gzip uploads (base/gunzip.h).
+PKG_LIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null)
 MHD_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libmicrohttpd 2>/dev/null)/libmicrohttpd.so 2>/dev/null | awk '/SONAME/{print $$2}')
 CFLAGS += -DXB_MHD_SONAME='"$(or $(MHD_SONAME),libmicrohttpd.so.12)"'
 # Signed links use GnuTLS's HMAC, which libmicrohttpd loads (transport/sign.h).

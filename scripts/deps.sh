@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config musl-tools # compiler, linker; musl for the static init
   libseccomp-dev libjansson-dev libmicrohttpd-dev   # seccomp filters, JSON, HTTP
+  zlib1g-dev                            # gzip uploads (Content-Encoding: gzip)
   libc-ares-dev                         # the egress proxy's resolver (loaded at run time)
   libcurl4-openssl-dev                  # `execbox mcp --server` (loaded at run time)
   libcriterion-dev                      # unit tests

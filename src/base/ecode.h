@@ -95,6 +95,8 @@
         X(TOO_MANY_FILE_REQUESTS, "too_many_file_requests")           \
         X(RANGE_NOT_SATISFIABLE, "range_not_satisfiable")             \
         X(UPLOAD_TOO_LARGE, "upload_too_large")                       \
+        X(INVALID_ENCODING, "invalid_encoding")    /* a corrupt or cut gzip body */ \
+        X(UNSUPPORTED_ENCODING, "unsupported_encoding")  /* 415 */    \
         X(WRITE_FAILED, "write_failed")                               \
         /* sessions */                                                \
         X(SESSION_NOT_FOUND, "session_not_found")                     \

@@ -59,16 +59,20 @@ void xb_fileop_open_read(struct xb_sbx *x, struct xb_file_req *q, char *path, co
 /* An upload in progress: a file init opened for writing. */
 struct xb_upload;
 
+#define XB_UPLOAD_GZIP 0x1u          /* the body is gzip: the sandbox's writer decodes it */
+
 /* WRITE: once init opened the file, *ret is the upload (the caller's) and
  * call is done ({}); the body then goes to xb_upload_fd, and
- * xb_upload_end or xb_upload_abort ends it. */
-void xb_fileop_open_upload(struct xb_sbx *x, struct xb_file_req *q, char *path, struct xb_upload **ret,
-                           struct xb_call *call);
+ * xb_upload_end or xb_upload_abort ends it. flags: XB_UPLOAD_*. */
+void xb_fileop_open_upload(struct xb_sbx *x, struct xb_file_req *q, char *path, unsigned flags,
+                           struct xb_upload **ret, struct xb_call *call);
 int xb_upload_fd(const struct xb_upload *up);
 /* The body is in: written bytes of it reached the fd, and errnum is the
  * error that stopped the rest (0: none; EFBIG: over the upload limit).
  * Returns {path, size, written}, or NULL with err (XB_E_DISK_FULL,
- * XB_E_UPLOAD_TOO_LARGE, XB_E_WRITE_FAILED, XB_E_SANDBOX_GONE); a failed
+ * XB_E_UPLOAD_TOO_LARGE, XB_E_WRITE_FAILED, XB_E_SANDBOX_GONE, and for
+ * gzip XB_E_INVALID_ENCODING); written is the bytes that went into the
+ * file (decoded, for gzip; the body's are "received" then). A failed
  * upload is cut back to the length the file had when opened. Frees up. */
 json_t *xb_upload_end(struct xb_upload *up, uint64_t written, int errnum, struct xb_err *err);
 /* The client left mid-body: cut the file back and free up. */

@@ -28,6 +28,7 @@ struct xb_upload {
         int fd;
         uint64_t base_size;           /* restored when the upload fails */
         int wr, writer;               /* a streamed body: the pipe to the sandbox's writer, and it (pidfd) */
+        bool gzip;                    /* the body is gzip, decoded by the writer */
 };
 
 #define WRITER_DRAIN_MS 1000          /* the writer's last pipeful, at most */
@@ -37,6 +38,7 @@ struct use {
         struct xb_file_range range;   /* open_read */
         struct xb_file_span *span;    /* open_read: the caller's */
         struct xb_upload **up;        /* open_upload: the caller's */
+        unsigned flags;               /* open_upload: XB_UPLOAD_* */
         size_t max;                   /* read */
         char *data;                   /* write */
         size_t len;
@@ -245,9 +247,21 @@ xb_upload_abort(struct xb_upload *up)
         upload_free(up, true);
 }
 
+/* The bytes a gzip upload's writer put in the file: what it grew by. */
+static uint64_t
+decoded(const struct xb_upload *up)
+{
+        struct stat st;
+
+        if (fstat(up->fd, &st) < 0 || (uint64_t)st.st_size < up->base_size)
+                return 0;
+        return (uint64_t)st.st_size - up->base_size;
+}
+
 json_t *
 xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
 {
+        uint64_t received = written;
         char buf[XB_SHOWN_CAP];
         const char *path = xb_fileop_shown(up->path, buf, sizeof(buf));
         struct stat st;
@@ -262,9 +276,18 @@ xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
         /* The writer's own error says more than the pipe's EPIPE. */
         if (we && (!e || e == EPIPE))
                 e = we;
+        if (up->gzip)
+                written = decoded(up);
         if (e || fstat(up->fd, &st) < 0) {
                 e = e ? e : errno;
-                if (e == ENOMEM)
+                if (up->gzip && (e == EBADMSG || e == ENODATA))
+                        xb_err_code(err, XB_E_INVALID_ENCODING, e, NULL,
+                                    e == EBADMSG ? "the gzip body of `%s` is corrupt (not gzip, bad data or a bad "
+                                                   "checksum) after %llu bytes; the file was put back as it was opened"
+                                                 : "the gzip body of `%s` is cut short (it ends before the gzip "
+                                                   "stream does); the file was put back as it was opened",
+                                    path, (unsigned long long)received);
+                else if (e == ENOMEM)
                         xb_err_code(err, XB_E_DISK_FULL, e,
                                     "delete files in memory-backed storage such as /tmp, or create the sandbox "
                                     "with a larger {\"limits\": {\"memory\": BYTES}}",
@@ -279,6 +302,11 @@ xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
                         xb_err_code(err, XB_E_DISK_FULL, e, NULL, "the disk filled up after %llu bytes of `%s`; the "
                                     "file was put back as it was opened (empty, or its old length when appending)",
                                     (unsigned long long)written, path);
+                else if (e == EFBIG && up->gzip)
+                        xb_err_code(err, XB_E_UPLOAD_TOO_LARGE, e, NULL,
+                                    "the upload to `%s` is over the server's upload limit (%llu bytes) once "
+                                    "decompressed; the file was put back as it was opened",
+                                    path, (unsigned long long)up->sbx->core->o.upload_max);
                 else if (e == EFBIG)
                         xb_err_code(err, XB_E_UPLOAD_TOO_LARGE, e, NULL,
                                     "the upload to `%s` is over the server's upload limit", path);
@@ -295,6 +323,8 @@ xb_upload_end(struct xb_upload *up, uint64_t written, int e, struct xb_err *err)
         up->fd = -1;
         res = json_pack("{s:o,s:I,s:I}", "path", xb_fileop_str_json(up->path, strlen(up->path)), "size",
                         (json_int_t)st.st_size, "written", (json_int_t)written);
+        if (res && up->gzip)
+                json_object_set_new(res, "received", json_integer((json_int_t)received));
         /* The path and sizes; never the content. */
         xb_audit_add(up->sbx->audit, "file_write", json_deep_copy(res));
         upload_free(up, false);
@@ -325,7 +355,9 @@ upload_stream(struct xb_upload *up, struct xb_err *err)
 {
         if (!up->sbx->sb)
                 return xb_err_code(err, XB_E_SANDBOX_GONE, ESRCH, NULL, "the sandbox is gone");
-        if (xb_sandbox_writer(up->sbx->sb, up->fd, &up->wr, &up->writer, err) < 0) {
+        struct xb_writer_opts o = { XB_WRITER_GUNZIP, up->sbx->core->o.upload_max };
+
+        if (xb_sandbox_writer(up->sbx->sb, up->fd, up->gzip ? &o : NULL, &up->wr, &up->writer, err) < 0) {
                 err->ecode = XB_E_WRITE_FAILED;
                 return -1;
         }
@@ -342,7 +374,10 @@ upload_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int f
 
         if (!(*u->up = upload_new(x, path, fd, st))) {
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
-        } else if (upload_stream(*u->up, &err) < 0) {
+                return;
+        }
+        (*u->up)->gzip = u->flags & XB_UPLOAD_GZIP;
+        if (upload_stream(*u->up, &err) < 0) {
                 upload_free(TAKE_PTR(*u->up), true);
                 xb_call_fail(c, &err);
         } else
@@ -352,10 +387,10 @@ upload_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int f
 static const struct xb_fileop_fd_ops upload_ops = { upload_opened, use_free };
 
 void
-xb_fileop_open_upload(struct xb_sbx *x, struct xb_file_req *q, char *path, struct xb_upload **ret,
+xb_fileop_open_upload(struct xb_sbx *x, struct xb_file_req *q, char *path, unsigned flags, struct xb_upload **ret,
                       struct xb_call *call)
 {
-        start(x, q, path, &upload_ops, &(struct use){ .up = ret }, NULL, call);
+        start(x, q, path, &upload_ops, &(struct use){ .up = ret, .flags = flags }, NULL, call);
 }
 
 /* write(2) until done, counting what went in; a positive errno. */

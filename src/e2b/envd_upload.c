@@ -10,7 +10,10 @@
  * filename does (relative paths are below /home/user); two files to one
  * path in an upload is 400. Each file is opened when its part begins and
  * written as its bytes arrive; it is complete when the next part begins
- * or the body ends. A failure (507, a malformed body) puts the file being
+ * or the body ends. With `Content-Encoding: gzip` the whole body is
+ * gzip, as envd reads it: a raw body is decoded by the sandbox's writer
+ * (core/files.h), a multipart one by the form parser (transport/form.c)
+ * in bounded slices. A failure (507, a malformed body) puts the file being
  * written back as it was opened and answers once the body is in (the
  * HTTP front cannot answer mid-body); files completed before it stay. */
 #define _GNU_SOURCE
@@ -44,6 +47,7 @@ written_entry(json_t *res)
 
 struct stream_up {
         struct e2b_sink sink;
+        unsigned flags;              /* XB_UPLOAD_GZIP */
         struct xb_req *req;
         struct xb_upload *up;
         bool inside;                 /* still in the handler */
@@ -102,7 +106,7 @@ stream_end(struct xb_req *r, struct stream_up *t)
 
 /* Phase BEGIN of an octet-stream upload: open the file, then take the body. */
 static void
-stream_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *qpath)
+stream_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *qpath, unsigned flags)
 {
         _cleanup_(xb_json_decrefp) json_t *args = json_pack("{s:s,s:s}", "id", s->id, "path", qpath);
         struct xb_err err = { 0 };
@@ -126,7 +130,7 @@ stream_begin(struct xb_req *r, struct xb_e2b *e, struct e2b_sbx *s, const char *
         t->req = r;
         t->inside = true;
         xb_req_set_data(r, t);
-        xb_fileop_open_upload(x, &q, p, &t->up, t->sink.call);
+        xb_fileop_open_upload(x, &q, p, flags, &t->up, t->sink.call);
         t->inside = false;
         if (t->failed) {
                 free(t);   /* answered already */
@@ -177,6 +181,7 @@ form_fail(struct form_up *m, const struct xb_err *err)
                 m->err = *err;
         m->failed = true;
         m->skip = true;
+        xb_req_form_drop(m->req);   /* envd stops at the first failure: nothing more is parsed or decoded */
 }
 
 static void
@@ -272,7 +277,7 @@ form_part(void *arg, const char *name, const char *filename)
                 return true;
         }
         m->opening = m->inside = true;
-        xb_fileop_open_upload(x, &q, p, &m->up, m->sink.call);
+        xb_fileop_open_upload(x, &q, p, 0, &m->up, m->sink.call);
         m->inside = false;
         return !m->opening;   /* hold the body until init opened it */
 }
@@ -378,6 +383,13 @@ form_reply_bad(struct xb_req *r, int rc)
                 reply_msg(r, 413, "the upload is over the server's upload limit (--upload-max)");
         else if (rc == -ENOMEM)
                 reply_msg(r, 503, "out of memory");
+        else if (rc == -EILSEQ)
+                reply_msg(r, 400, "error decompressing request body: the gzip stream is corrupt (not gzip, bad data or "
+                          "a bad checksum); the file it was writing was put back. Send the whole form as one gzip "
+                          "stream, or send it uncompressed");
+        else if (rc == -ENODATA)
+                reply_msg(r, 400, "error decompressing request body: the gzip stream is cut short (it ends before "
+                          "the gzip stream does); the file it was writing was put back");
         else
                 reply_msg(r, 400, "the multipart body is malformed or cut short (or a part's header line is over "
                           "64 KiB); the file it was writing was put back");
@@ -412,6 +424,7 @@ e2b_files_post(struct xb_req *r)
         struct xb_e2b *e = (struct xb_e2b *)xb_req_route_data(r);
         const char *ctype = xb_req_header(r, "Content-Type"), *qpath = xb_req_query(r, "path", NULL);
         bool multipart = ctype && !strncasecmp(ctype, "multipart/", 10);
+        enum xb_coding coding;
         struct xb_sbx *x;
         struct e2b_sbx *s;
 
@@ -426,14 +439,20 @@ e2b_files_post(struct xb_req *r)
         }
         if (!(s = e2b_front_sbx(r, e, true, &x)) || !e2b_rpc_user(r))
                 return;
-        if (xb_req_header(r, "Content-Encoding")) {
-                reply_msg(r, 400, "compressed uploads are not supported");
+        coding = xb_req_content_coding(r);
+        if (coding == XB_CODING_UNKNOWN) {
+                char msg[160];
+
+                /* envd's words (its 400), with what to send instead. */
+                snprintf(msg, sizeof(msg), "error decompressing request body: unsupported Content-Encoding: %.60s, "
+                         "supported: [gzip]", xb_req_header(r, "Content-Encoding"));
+                reply_msg(r, 400, msg);
                 return;
         }
         if (multipart)
                 form_begin(r, e, s, qpath);
         else if (qpath && *qpath)
-                stream_begin(r, e, s, qpath);
+                stream_begin(r, e, s, qpath, coding == XB_CODING_GZIP ? XB_UPLOAD_GZIP : 0);
         else
                 reply_msg(r, 400, "the upload is not multipart/form-data with files, nor a body with ?path=");
 }

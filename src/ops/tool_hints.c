@@ -112,6 +112,8 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_TOO_MANY_FILE_REQUESTS] = "wait for earlier file operations on this sandbox to finish, then retry",
         [XB_E_RANGE_NOT_SATISFIABLE] = "the file changed while it was read; retry",
         [XB_E_UPLOAD_TOO_LARGE] = "write smaller files; the operator sets the limit (--upload-max)",
+        [XB_E_INVALID_ENCODING] = "send the whole file as one gzip stream, or uncompressed",
+        [XB_E_UNSUPPORTED_ENCODING] = "send gzip or uncompressed content",
         [XB_E_WRITE_FAILED] = "retry",
 
         [XB_E_SESSION_NOT_FOUND] = FRESH_CODE,

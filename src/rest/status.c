@@ -135,6 +135,9 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_TOO_MANY_FILE_REQUESTS] = { 429, "wait for earlier file requests to this sandbox to finish" },
         [XB_E_RANGE_NOT_SATISFIABLE] = { 416, "ask for bytes inside the file, or leave out the Range header" },
         [XB_E_UPLOAD_TOO_LARGE] = { 413, "upload smaller files, or raise the server's --upload-max" },
+        [XB_E_INVALID_ENCODING] = { 400, "send the whole file compressed as one gzip stream (gzip -c FILE), or send it "
+                                         "uncompressed without Content-Encoding" },
+        [XB_E_UNSUPPORTED_ENCODING] = { 415, "send `Content-Encoding: gzip` (or identity), or no Content-Encoding" },
         [XB_E_WRITE_FAILED] = { 500, "retry" },
 
         [XB_E_SESSION_NOT_FOUND] = { 404, "list sessions with GET /v1/sandboxes/{id}/sessions, or create one with "

@@ -163,11 +163,21 @@ int xb_sandbox_disk_slack(struct xb_sandbox *sb, bool on);
  * -ENOENT without a disk layer. */
 int xb_sandbox_disk_clamp(struct xb_sandbox *sb, bool on);
 
+/* How a writer treats what it copies; NULL: as it is. */
+struct xb_writer_opts {
+        unsigned flags;
+        uint64_t max_out;             /* XB_WRITER_GUNZIP: decoded bytes at most (then EFBIG) */
+};
+#define XB_WRITER_GUNZIP 0x1u         /* the pipe carries gzip: decode it into fd */
+
 /* A writer in sb's cgroup (writer.c) that copies a pipe into fd, so that
  * what it writes is charged to the sandbox: *ret_wr is the pipe's
  * non-blocking write end (the caller's), *ret_pidfd the writer. Close
- * ret_wr, then xb_sandbox_writer_wait. */
-int xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, struct xb_err *err);
+ * ret_wr, then xb_sandbox_writer_wait, whose result is the writer's
+ * errno: with XB_WRITER_GUNZIP also EBADMSG (corrupt gzip), ENODATA
+ * (cut short) and EFBIG (over max_out). */
+int xb_sandbox_writer(struct xb_sandbox *sb, int fd, const struct xb_writer_opts *o, int *ret_wr, int *ret_pidfd,
+                      struct xb_err *err);
 /* Reap the writer (closes pidfd), waiting wait_ms for it to finish and
  * as long again after a SIGKILL: 0, the errno it stopped on (ETIMEDOUT:
  * it was too slow and was killed), -1 if something else killed it (the

@@ -7,7 +7,16 @@
  * else in the sandbox. It shares nothing with the sandbox's namespaces;
  * it holds only the pipe and the file. It copies with read(2) and
  * write(2): splice(2) into an overlayfs file was seen to hang in D state
- * while the sandbox renamed directories around it. */
+ * while the sandbox renamed directories around it.
+ *
+ * A gzip body (XB_WRITER_GUNZIP) is decoded here, in the sandbox's
+ * cgroup: the inflating's CPU and memory, and every decoded byte, are
+ * the sandbox's, and the daemon only moves the compressed bytes. Its
+ * pipe and input buffer are small, so that what is left to decode when
+ * the body ends (the daemon waits for that) stays bounded: 32 KiB of
+ * input decodes to at most ~33 MiB (deflate's ratio is under 1032:1).
+ * It stops with EFBIG past max_out decoded bytes, EBADMSG on a corrupt
+ * stream and ENODATA on one cut short. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -23,10 +32,13 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/gunzip.h"
 #include "sandbox/sandbox.h"
 
 #define WRITER_PIPE_BYTES (1 << 20)
 #define WRITER_BUF_BYTES (256 << 10)
+#define GUNZIP_PIPE_BYTES (16 << 10)
+#define GUNZIP_IN_BYTES (16 << 10)
 
 static void
 close_others(int a, int b)
@@ -40,13 +52,31 @@ close_others(int a, int b)
         syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
 }
 
+static char buf[WRITER_BUF_BYTES];
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+        size_t off = 0;
+
+        while (off < n) {
+                ssize_t k = write(fd, p + off, n - off);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return errno;
+                off += (size_t)k;
+        }
+        return 0;
+}
+
 static int
 copy_all(int rd, int fd)
 {
-        static char buf[WRITER_BUF_BYTES];
-
         for (;;) {
-                ssize_t n = read(rd, buf, sizeof(buf)), off = 0;
+                ssize_t n = read(rd, buf, sizeof(buf));
+                int e;
 
                 if (n == 0)
                         return 0;
@@ -54,20 +84,52 @@ copy_all(int rd, int fd)
                         continue;
                 if (n < 0)
                         return errno;
-                while (off < n) {
-                        ssize_t k = write(fd, buf + off, (size_t)(n - off));
+                if ((e = write_all(fd, buf, (size_t)n)))
+                        return e;
+        }
+}
 
-                        if (k < 0 && errno == EINTR)
+/* Decode the pipe into fd, at most max_out bytes. */
+static int
+gunzip_all(int rd, int fd, uint64_t max_out)
+{
+        static char in[GUNZIP_IN_BYTES];
+        struct xb_gunzip *g = xb_gunzip_new();
+        size_t have = 0, off = 0;
+        bool eof = false;
+
+        if (!g)
+                return ENOMEM;
+        for (;;) {
+                size_t used, made;
+                int r, e;
+
+                if (off == have && !eof) {
+                        ssize_t n = read(rd, in, sizeof(in));
+
+                        if (n < 0 && errno == EINTR)
                                 continue;
-                        if (k < 0)
+                        if (n < 0)
                                 return errno;
-                        off += k;
+                        eof = n == 0;
+                        have = (size_t)n;
+                        off = 0;
                 }
+                r = xb_gunzip_run(g, in + off, have - off, &used, buf, sizeof(buf), &made);
+                off += used;
+                if (xb_gunzip_out_bytes(g) > max_out)
+                        return EFBIG;
+                if (made && (e = write_all(fd, buf, made)))
+                        return e;
+                if (r < 0)
+                        return -r;
+                if (eof && made < sizeof(buf))
+                        return -xb_gunzip_end(g);
         }
 }
 
 static void __attribute__((noreturn))
-writer_main(const struct xb_cgroup_join *j, int rd, int fd)
+writer_main(const struct xb_cgroup_join *j, int rd, int fd, const struct xb_writer_opts *o)
 {
         int adj, e;
 
@@ -81,12 +143,13 @@ writer_main(const struct xb_cgroup_join *j, int rd, int fd)
         }
         close_others(rd, fd);
         signal(SIGPIPE, SIG_DFL);
-        e = copy_all(rd, fd);
+        e = o && (o->flags & XB_WRITER_GUNZIP) ? gunzip_all(rd, fd, o->max_out) : copy_all(rd, fd);
         _exit(e > 0 && e < 256 ? e : e ? EIO : 0);
 }
 
 int
-xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, struct xb_err *err)
+xb_sandbox_writer(struct xb_sandbox *sb, int fd, const struct xb_writer_opts *o, int *ret_wr, int *ret_pidfd,
+                  struct xb_err *err)
 {
         struct clone_args ca = { 0 };
         struct xb_cgroup_join join;
@@ -98,7 +161,8 @@ xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, st
                 return xb_err_set(err, errno, "pipe");
         rd = p[0];
         wr = p[1];
-        (void)fcntl(wr, F_SETPIPE_SZ, WRITER_PIPE_BYTES);   /* fewer wake-ups; 64 KiB is fine too */
+        /* fewer wake-ups; 64 KiB is fine too. A gzip body's is small (see the top). */
+        (void)fcntl(wr, F_SETPIPE_SZ, o && (o->flags & XB_WRITER_GUNZIP) ? GUNZIP_PIPE_BYTES : WRITER_PIPE_BYTES);
         if ((r = xb_cgroup_join_open(sb->cg, &join, err)) < 0)
                 return r;
         ca.flags = CLONE_PIDFD;
@@ -115,7 +179,7 @@ xb_sandbox_writer(struct xb_sandbox *sb, int fd, int *ret_wr, int *ret_pidfd, st
                 return r;
         }
         if (pid == 0)
-                writer_main(&join, rd, fd);
+                writer_main(&join, rd, fd, o);
         xb_cgroup_join_close(&join);
         if (fcntl(wr, F_SETFL, O_NONBLOCK) < 0) {
                 r = xb_err_set(err, errno, "pipe");

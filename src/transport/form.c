@@ -13,7 +13,15 @@
  * offset 0 begins a new part, unless it carries the bytes of a part whose
  * first call was empty, with the same name and filename: then an empty
  * part followed by an identical one reads as one part (the same file
- * either way). */
+ * either way).
+ *
+ * A body sent with `Content-Encoding: gzip` (the whole form compressed,
+ * as envd reads it) is decoded here, a slice at a time, before the
+ * processor sees it: each decoded slice goes through the same queue, so
+ * a full pipe holds the body as before. Where nothing holds (a part that
+ * is dropped), a call decodes at most FORM_GZ_BUDGET bytes and then
+ * yields to the loop (a deferred wake), so a bomb neither grows the
+ * daemon nor holds its loop; decoded bytes count against upload_max. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -23,12 +31,14 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/gunzip.h"
 #include "transport/http_int.h"
 
 #define FORM_PP_BUF (64u << 10)       /* the processor's buffer: the longest header line */
 #define FORM_SLICE (64u << 10)        /* body bytes per MHD_post_process */
 #define FORM_QUEUE_MAX (4u << 20)     /* a slice's output and its parts' headers, with room */
 #define BOUNDARY_MAX 70               /* RFC 2046 */
+#define FORM_GZ_BUDGET (4u << 20)     /* decoded bytes per call, at most */
 
 enum { REC_PART = 'P', REC_DATA = 'D' };
 
@@ -41,9 +51,14 @@ struct xb_form {
         struct xb_buf queue;          /* records: type, 4-byte length, payload */
         size_t qoff;                  /* delivered part of queue */
         unsigned nparts, max_parts;
-        uint64_t bytes;
-        int err;                      /* -E2BIG, -EFBIG, -ENOMEM: the form failed */
+        uint64_t bytes;               /* fed to the processor (decoded, for gzip) */
+        uint64_t raw;                 /* a gzip body's bytes as sent */
+        int err;                      /* -E2BIG, -EFBIG, -ENOMEM, -EBADMSG: the form failed */
         bool held, ended, empty_start;
+        struct xb_gunzip *gz;         /* a gzip body: its decoder, */
+        char *gzbuf;                  /* ... a slice of its output, */
+        bool gz_more;                 /* ... and zlib may hold more output */
+        int gz_err;                   /* -EBADMSG or -ENODATA: the gzip stream's fault */
         char *name, *filename;        /* the current part's */
 };
 
@@ -222,8 +237,16 @@ xb_req_form(struct xb_req *r, const struct xb_form_ops *ops, void *arg, unsigned
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
+        if (xb_req_content_coding(r) == XB_CODING_GZIP &&
+            (!(f->gz = xb_gunzip_new()) || !(f->gzbuf = malloc(FORM_SLICE)))) {
+                xb_gunzip_free(f->gz);
+                free(f);
+                return -ENOMEM;
+        }
         f->pp = MHD(create_post_processor)(r->conn, FORM_PP_BUF, form_iter, f);
         if (!f->pp) {
+                xb_gunzip_free(f->gz);
+                free(f->gzbuf);
                 free(f);
                 return -EINVAL;
         }
@@ -269,6 +292,65 @@ xb_req_form_wake(struct xb_req *r)
                 xb_loop_defer(r->http->loop, &r->form->wake, form_wake, r);
 }
 
+/* One slice of (decoded) body into the processor. */
+static void
+form_feed(struct xb_req *r, struct xb_form *f, const char *p, size_t k)
+{
+        f->bytes += k;
+        if (f->bytes > r->http->o.upload_max) {
+                f->err = -EFBIG;
+        } else if (MHD(post_process)(f->pp, p, k) != MHD_YES && !f->err) {
+                MHD(destroy_post_processor)(f->pp);
+                f->pp = NULL;
+                f->err = -EBADMSG;
+        }
+}
+
+/* Decode n bytes (0: what zlib still holds) into the processor while
+ * nothing holds, at most FORM_GZ_BUDGET; returns the input used. */
+static size_t
+form_gz(struct xb_req *r, struct xb_form *f, const char *upload, size_t n)
+{
+        size_t used = 0, budget = 0;
+
+        f->raw += n;   /* empty members decode to nothing: the sent bytes count too */
+        if (f->raw > r->http->o.upload_max) {
+                f->err = -EFBIG;
+                return n;
+        }
+        while ((used < n || f->gz_more) && !f->err && !f->held && f->queue.len == f->qoff) {
+                size_t u, made;
+                int e;
+
+                if (budget >= FORM_GZ_BUDGET) {
+                        /* Yield: the loop runs others, then form_wake goes on. */
+                        f->held = true;
+                        xb_loop_defer(r->http->loop, &f->wake, form_wake, r);
+                        break;
+                }
+                e = xb_gunzip_run(f->gz, upload + used, n - used, &u, f->gzbuf, FORM_SLICE, &made);
+                used += u;
+                budget += made;
+                f->gz_more = made == FORM_SLICE;
+                if (made)
+                        form_feed(r, f, f->gzbuf, made);
+                if (e < 0) {
+                        f->gz_err = e;
+                        f->err = -EBADMSG;
+                }
+                if (!u && !made)
+                        break;
+        }
+        return f->err ? n : used;
+}
+
+void
+xb_req_form_drop(struct xb_req *r)
+{
+        if (r->form && !r->form->err)
+                r->form->err = -ECANCELED;
+}
+
 void
 http_form_body(struct xb_req *r, const char *upload, size_t *upload_size)
 {
@@ -279,17 +361,14 @@ http_form_body(struct xb_req *r, const char *upload, size_t *upload_size)
                 *upload_size = 0;     /* failed: the rest is read and dropped */
                 return;
         }
-        while (used < n && !f->held && f->queue.len == f->qoff) {
+        if (f->gz) {
+                used = form_gz(r, f, upload, n);
+                f->raw -= n - used;   /* what waits is counted when it is fed */
+        }
+        while (!f->gz && used < n && !f->held && f->queue.len == f->qoff) {
                 size_t k = n - used < FORM_SLICE ? n - used : FORM_SLICE;
 
-                f->bytes += k;
-                if (f->bytes > r->http->o.upload_max) {
-                        f->err = -EFBIG;
-                } else if (MHD(post_process)(f->pp, upload + used, k) != MHD_YES && !f->err) {
-                        MHD(destroy_post_processor)(f->pp);
-                        f->pp = NULL;
-                        f->err = -EBADMSG;
-                }
+                form_feed(r, f, upload + used, k);
                 used += k;
                 if (f->err) {
                         used = n;
@@ -306,7 +385,9 @@ http_form_idle(struct xb_req *r)
 {
         struct xb_form *f = r->form;
 
-        if (!f->held && f->queue.len == f->qoff)
+        if (f->gz && f->gz_more && f->pp && !f->err)
+                form_gz(r, f, NULL, 0);   /* the last of the decoded body */
+        if (!f->held && f->queue.len == f->qoff && !(f->gz && f->gz_more && !f->err))
                 return true;
         hold(r);
         return false;
@@ -324,6 +405,10 @@ xb_req_form_end(struct xb_req *r)
         if (f->pp)
                 whole = MHD(destroy_post_processor)(f->pp) == MHD_YES;
         f->pp = NULL;
+        if (f->gz && !f->gz_err && !f->err)
+                f->gz_err = xb_gunzip_end(f->gz);
+        if (f->gz_err)
+                return f->gz_err == -EBADMSG ? -EILSEQ : -ENODATA;
         if (f->err)
                 return f->err;
         return whole ? 0 : -EBADMSG;
@@ -342,6 +427,8 @@ http_form_free(struct xb_req *r)
         if (!f->ended && f->ops->gone)
                 f->ops->gone(f->arg);
         xb_buf_free(&f->queue);
+        xb_gunzip_free(f->gz);
+        free(f->gzbuf);
         free(f->name);
         free(f->filename);
         free(f);

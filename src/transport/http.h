@@ -159,6 +159,10 @@ bool xb_req_accepts(const struct xb_req *r, const char *mime);
  * (the any-type range included); 1 without an Accept header, 0 when
  * nothing matches. */
 double xb_req_accept_q(const struct xb_req *r, const char *mime);
+/* The body's Content-Encoding (coding.c): none or identity, gzip
+ * (x-gzip), or another (or a list of several), which is refused. */
+enum xb_coding { XB_CODING_IDENTITY, XB_CODING_GZIP, XB_CODING_UNKNOWN };
+enum xb_coding xb_req_content_coding(const struct xb_req *r);
 /* --public-url, or NULL. */
 const char *xb_req_public_url(const struct xb_req *r);
 /* Per-request slot for the handler's own state across phases. */
@@ -213,9 +217,15 @@ struct xb_form_ops {
 int xb_req_form(struct xb_req *r, const struct xb_form_ops *ops, void *arg, unsigned max_parts);
 /* The consumer takes more: deliver what waits, then read on. */
 void xb_req_form_wake(struct xb_req *r);
+/* The consumer has failed for good: the rest of the body is read and
+ * dropped unparsed (and, gzip, undecoded); xb_req_form_end then returns
+ * -ECANCELED unless the form had failed first. */
+void xb_req_form_drop(struct xb_req *r);
 /* Phase END: 0 when the body was a whole form; -EBADMSG when malformed
  * or cut short (or a part's header line was over 64 KiB), -E2BIG past
- * max_parts, -EFBIG past upload_max, -ENOMEM. gone does not run after. */
+ * max_parts, -EFBIG past upload_max (sent or decoded), -ENOMEM; with
+ * `Content-Encoding: gzip` (decoded as it comes), -EILSEQ for a corrupt
+ * gzip stream and -ENODATA for one cut short. gone does not run after. */
 int xb_req_form_end(struct xb_req *r);
 
 /* Counters (stats.c). Replies by route and status: fn gets the route's
