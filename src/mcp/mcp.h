@@ -37,6 +37,8 @@ struct xb_mcp_call;
 
 #define XB_MCP_LATEST "2025-11-25"     /* what initialize offers by default */
 #define XB_MCP_MODERN "2026-07-28"     /* the stateless revision */
+/* How both fronts write a message: compact, reals to 15 digits. */
+#define XB_MCP_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
 struct xb_mcp_opts {
         struct xb_loop *loop;

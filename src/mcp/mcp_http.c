@@ -35,6 +35,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "ops/jsonv.h"
+#include "transport/json_stream.h"
 #include "mcp/mcp.h"
 
 #define SESSION_IDLE_MS (30u * 60 * 1000)
@@ -66,10 +67,14 @@ struct slot {
         bool answered;
 };
 
+/* A kept event, written again on a resume: a small one as its text, a
+ * large one as its message (generated again, the same bytes). */
 struct event {
         struct event *next;
         unsigned seq;
         char *text;
+        json_t *msg;
+        size_t bytes;
 };
 
 struct exch {
@@ -115,6 +120,7 @@ exch_free(struct exch *x)
         for (struct event *e = x->log, *n; e; e = n) {
                 n = e->next;
                 free(e->text);
+                json_decref(e->msg);
                 free(e);
         }
         for (unsigned i = 0; i < x->nslots; i++)
@@ -182,40 +188,85 @@ on_gone(struct xb_req *r, void *owner)
                 detach(x);
 }
 
-/* Write (and for resumable streams, keep) one SSE event. */
 static void
-emit(struct exch *x, const char *json)
+write_prefix(struct xb_stream *stream, const struct exch *x, unsigned seq)
 {
-        struct event *e = NULL;
-        char *text = NULL;
-        int n;
-
         if (x->resumable)
-                n = asprintf(&text, "event: message\nid: %u_%u\ndata: %s\n\n", x->id, ++x->seq, json);
+                xb_stream_printf(stream, "event: message\nid: %u_%u\ndata: ", x->id, seq);
         else
-                n = asprintf(&text, "event: message\ndata: %s\n\n", json);
-        if (n < 0)
-                return;
-        if (x->stream)
-                xb_stream_write(x->stream, text, (size_t)n);
-        if (!x->resumable || (size_t)n > LOG_BYTES_MAX || !(e = calloc(1, sizeof(*e)))) {
+                xb_stream_printf(stream, "event: message\ndata: ");
+}
+
+/* One large SSE event of msg (borrowed): its JSON is generated as the
+ * client reads it (xb_stream_json), never held serialised nor dumped in
+ * one turn of the loop. */
+static void
+write_large(struct xb_stream *stream, const struct exch *x, unsigned seq, json_t *msg)
+{
+        write_prefix(stream, x, seq);
+        if (xb_stream_json(stream, json_incref(msg), XB_MCP_JSON_FLAGS) >= 0)
+                xb_stream_write(stream, "\n\n", 2);
+}
+
+static void
+keep(struct exch *x, char *text, json_t *msg, size_t n)
+{
+        struct event *e = calloc(1, sizeof(*e));
+
+        if (!e) {
                 free(text);
                 return;
         }
         e->seq = x->seq;
         e->text = text;
+        e->msg = json_incref(msg);
+        e->bytes = n;
         *x->log_tail = e;
         x->log_tail = &e->next;
-        x->log_bytes += (size_t)n;
+        x->log_bytes += n;
         /* Keep the newest; a client this far behind loses old progress. */
         while (x->log_bytes > LOG_BYTES_MAX && x->log && x->log->next) {
                 struct event *old = x->log;
 
                 x->log = old->next;
-                x->log_bytes -= strlen(old->text);
+                x->log_bytes -= old->bytes;
                 free(old->text);
+                json_decref(old->msg);
                 free(old);
         }
+}
+
+/* Write (and for resumable streams, keep) one SSE event. */
+static void
+emit(struct exch *x, json_t *msg)
+{
+        size_t est = xb_json_string_bytes(msg, LOG_BYTES_MAX + 1);
+        _cleanup_free_ char *j = NULL;
+        char *text = NULL;
+        int n;
+
+        ++x->seq;
+        if (est >= XB_JSON_STREAM_MIN) {
+                if (x->stream)
+                        write_large(x->stream, x, x->seq, msg);
+                if (x->resumable && est <= LOG_BYTES_MAX)
+                        keep(x, NULL, msg, est);
+                return;
+        }
+        if (!(j = json_dumps(msg, XB_MCP_JSON_FLAGS)))
+                return;
+        if (x->resumable)
+                n = asprintf(&text, "event: message\nid: %u_%u\ndata: %s\n\n", x->id, x->seq, j);
+        else
+                n = asprintf(&text, "event: message\ndata: %s\n\n", j);
+        if (n < 0)
+                return;
+        if (x->stream)
+                xb_stream_write(x->stream, text, (size_t)n);
+        if (x->resumable && (size_t)n <= LOG_BYTES_MAX)
+                keep(x, text, NULL, (size_t)n);
+        else
+                free(text);
 }
 
 static void
@@ -242,6 +293,14 @@ open_stream(struct exch *x)
                 snprintf(prime, sizeof(prime), "id: %u_0\nretry: %u\ndata: \n\n", x->id, RETRY_MS);
                 xb_stream_write(x->stream, prime, strlen(prime));
         }
+        /* Answers of a batch that came before the stream go first: finish
+         * only ends it. */
+        for (unsigned i = 0; i < x->nslots; i++)
+                if (x->slots[i].answer) {
+                        emit(x, x->slots[i].answer);
+                        json_decref(x->slots[i].answer);
+                        x->slots[i].answer = NULL;
+                }
         xb_timer_start(x->loop, &x->keepalive, KEEPALIVE_MS, on_keepalive, x);
         return true;
 }
@@ -296,13 +355,12 @@ out_notify(void *ctx, json_t *msg)
 {
         struct slot *s = ctx;
         struct exch *x = s->x;
-        _cleanup_free_ char *j = NULL;
 
-        if (x->done || !(x->stream || x->sse_ok) || !(j = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15))))
+        if (x->done || !(x->stream || x->sse_ok))
                 return;
         if (!x->stream && x->req && !open_stream(x))
                 return;
-        emit(x, j);
+        emit(x, msg);
 }
 
 static void
@@ -316,10 +374,7 @@ out_respond(void *ctx, json_t *msg, unsigned status)
         x->pending--;
         if (msg) {
                 if (x->stream || (!x->req && x->resumable)) {
-                        _cleanup_free_ char *j = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15));
-
-                        if (j)
-                                emit(x, j);
+                        emit(x, msg);
                 } else {
                         s->answer = json_incref(msg);
                         s->status = status;
@@ -409,10 +464,10 @@ static void
 sess_notify(void *ctx, json_t *msg)
 {
         struct sess *s = ctx;
-        _cleanup_free_ char *j = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
-        if (s->get_stream && j)
-                xb_stream_printf(s->get_stream, "event: message\ndata: %s\n\n", j);
+        if (s->get_stream && xb_stream_printf(s->get_stream, "event: message\ndata: ") >= 0 &&
+            xb_stream_json(s->get_stream, json_incref(msg), XB_MCP_JSON_FLAGS) >= 0)
+                xb_stream_write(s->get_stream, "\n\n", 2);
 }
 
 static const struct xb_mcp_client_ops sess_ops = { sess_notify, sess_closed };
@@ -703,8 +758,10 @@ mcp_get(struct xb_req *r)
                                 return;
                         }
                         for (struct event *e = x->log; e; e = e->next)
-                                if (e->seq > seq)
+                                if (e->seq > seq && e->text)
                                         xb_stream_write(x->stream, e->text, strlen(e->text));
+                                else if (e->seq > seq)
+                                        write_large(x->stream, x, e->seq, e->msg);
                         if (!x->pending) {
                                 xb_stream_end(x->stream);
                                 x->stream = NULL;

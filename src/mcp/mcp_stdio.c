@@ -8,7 +8,9 @@
  * client context, in the era the message speaks (modern when its _meta
  * names a protocol version). Output is queued and written as the pipe
  * takes it, at most OUT_MAX bytes behind; a peer further behind, or gone,
- * ends the session. At end of input the calls in flight may finish, their
+ * ends the session. A large message is not serialised whole: its JSON is
+ * generated (transport/json_stream.c) a piece at a time as the pipe drains,
+ * at most TURN_MAX bytes per turn of the loop. At end of input the calls in flight may finish, their
  * answers are flushed, and the loop is stopped; the server then deletes
  * the sandboxes. Logs go to stderr, never to the output fd. */
 #define _GNU_SOURCE
@@ -24,10 +26,22 @@
 #include "base/fd.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
+#include "transport/json_stream.h"
 
 #define LINE_MAX_BYTES (16u << 20)
 #define OUT_MAX ((size_t)64 << 20)
 #define BATCH_MAX 64
+#define STAGE_BYTES (64u << 10)
+#define TURN_MAX ((size_t)1 << 20)    /* generated per turn: the loop stays responsive */
+
+/* A large message queued: its JSON, generated as it is written, then what
+ * was queued after it. */
+struct opart {
+        struct opart *next;
+        struct xb_jgen *gen;
+        size_t est;                   /* about its JSON's bytes, counted against OUT_MAX */
+        struct xb_buf after;
+};
 
 struct line;
 
@@ -54,8 +68,12 @@ struct xb_mcp_stdio {
         struct xb_io in_io, out_io;
         struct xb_buf in;
         bool skipping;                /* inside an over-long line */
-        struct xb_buf out;
+        struct xb_buf out;            /* bytes to write first, then the parts in order */
         size_t out_off;
+        struct opart *parts, *last;
+        size_t queued, deferred;      /* bytes in the parts' after, and their JSON's */
+        char *stage;                  /* generated and not yet written */
+        size_t stage_len, stage_off;
         struct line *lines;           /* in flight */
         bool eof, failed;
 };
@@ -66,30 +84,100 @@ static void on_writable(struct xb_io *io, uint32_t events);
 /* ---- output ---- */
 
 static void
-flush(struct xb_mcp_stdio *s)
+part_free(struct opart *p)
 {
-        while (s->out_off < s->out.len) {
-                ssize_t n = write(s->out_fd, s->out.data + s->out_off, s->out.len - s->out_off);
+        xb_jgen_free(p->gen);
+        xb_buf_free(&p->after);
+        free(p);
+}
 
-                if (n < 0 && errno == EINTR)
+/* Write what is queued, generating at most budget bytes of JSON: 0 when
+ * all is written, 1 when more waits (the pipe is full or the budget
+ * spent), -errno when the peer cannot take it. */
+static int
+pump(struct xb_mcp_stdio *s, size_t budget)
+{
+        for (;;) {
+                const char *p;
+                size_t len;
+                ssize_t n;
+
+                if (s->out_off < s->out.len) {
+                        p = s->out.data + s->out_off;
+                        len = s->out.len - s->out_off;
+                } else if (s->stage_off < s->stage_len) {
+                        p = s->stage + s->stage_off;
+                        len = s->stage_len - s->stage_off;
+                } else if (s->parts && s->parts->gen) {
+                        if (!budget)
+                                return 1;
+                        if (!s->stage && !(s->stage = malloc(STAGE_BYTES)))
+                                return -ENOMEM;
+                        n = xb_jgen_read(s->parts->gen, s->stage, STAGE_BYTES);
+                        if (n < 0)
+                                return -ENOMEM;
+                        s->stage_off = 0;
+                        s->stage_len = (size_t)n;
+                        budget = (size_t)n < budget ? budget - (size_t)n : 0;
+                        if (!n) {
+                                xb_jgen_free(s->parts->gen);
+                                s->parts->gen = NULL;
+                                s->deferred -= s->parts->est;
+                        }
                         continue;
-                if (n < 0 && errno == EAGAIN) {
-                        if (!s->out_io.active)
-                                xb_io_start(s->loop, &s->out_io, s->out_fd, EPOLLOUT, on_writable, s);
-                        return;
-                }
-                if (n <= 0) {
-                        xb_warn("mcp: cannot write to the client (%s); ending", n < 0 ? strerror(errno) : "closed");
-                        s->failed = true;
+                } else if (s->parts) {
+                        /* The part is written: what followed it comes next. */
+                        struct opart *d = s->parts;
+
+                        xb_buf_free(&s->out);
+                        s->out = d->after;
+                        d->after = (struct xb_buf){ 0 };
+                        s->out.max = OUT_MAX;
+                        s->out_off = 0;
+                        s->queued -= s->out.len;
+                        s->parts = d->next;
+                        if (s->last == d)
+                                s->last = NULL;
+                        part_free(d);
+                        continue;
+                } else {
                         xb_buf_reset(&s->out);
                         s->out_off = 0;
-                        stdio_done(s);
-                        return;
+                        return 0;
                 }
-                s->out_off += (size_t)n;
+                n = write(s->out_fd, p, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return 1;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EPIPE;
+                if (s->out_off < s->out.len)
+                        s->out_off += (size_t)n;
+                else
+                        s->stage_off += (size_t)n;
         }
-        xb_buf_reset(&s->out);
-        s->out_off = 0;
+}
+
+static void
+flush(struct xb_mcp_stdio *s)
+{
+        int r = pump(s, TURN_MAX);
+
+        if (r > 0) {
+                /* The rest when the pipe takes more, or on the next turn. */
+                if (!s->out_io.active)
+                        xb_io_start(s->loop, &s->out_io, s->out_fd, EPOLLOUT, on_writable, s);
+                return;
+        }
+        if (r < 0) {
+                xb_warn("mcp: cannot write to the client (%s); ending", strerror(-r));
+                s->failed = true;
+                xb_buf_reset(&s->out);
+                s->out_off = 0;
+                stdio_done(s);
+                return;
+        }
         xb_io_stop(&s->out_io);
         if (s->eof && !s->lines)
                 stdio_done(s);
@@ -102,14 +190,55 @@ on_writable(struct xb_io *io, uint32_t events)
         flush(io->data);
 }
 
+/* Queue msg (borrowed) as one line: a small one serialised at once, a
+ * large one as a part generated when its turn to be written comes. */
+static int
+queue_msg(struct xb_mcp_stdio *s, json_t *msg)
+{
+        struct xb_buf *b = s->last ? &s->last->after : &s->out;
+        size_t est = xb_json_string_bytes(msg, OUT_MAX + 1), len0 = b->len;
+        struct opart *p;
+        int r;
+
+        if (est < XB_JSON_STREAM_MIN) {
+                _cleanup_free_ char *j = json_dumps(msg, XB_MCP_JSON_FLAGS);
+
+                if (!j)
+                        return -ENOMEM;
+                if ((r = xb_buf_puts(b, j)) < 0 || (r = xb_buf_puts(b, "\n")) < 0)
+                        return r;
+                if (b != &s->out)
+                        s->queued += b->len - len0;
+                /* As before: bytes already serialised count, a large part's JSON not. */
+                return s->queued + s->out.len - s->out_off > OUT_MAX ? -ENOBUFS : 0;
+        }
+        /* The first large one is always taken: a tool's result is bounded by its limits. */
+        if (s->deferred && s->queued + s->deferred + est + s->out.len - s->out_off > OUT_MAX)
+                return -ENOBUFS;
+        if (!(p = calloc(1, sizeof(*p))))
+                return -ENOMEM;
+        p->after.max = OUT_MAX;
+        if (!(p->gen = xb_jgen_new_flags(json_incref(msg), XB_MCP_JSON_FLAGS)) || xb_buf_puts(&p->after, "\n") < 0) {
+                part_free(p);
+                return -ENOMEM;
+        }
+        p->est = est;
+        s->deferred += est;
+        s->queued += p->after.len;
+        if (s->last)
+                s->last->next = p;
+        else
+                s->parts = p;
+        s->last = p;
+        return 0;
+}
+
 static void
 send_msg(struct xb_mcp_stdio *s, json_t *msg)
 {
-        _cleanup_free_ char *j = NULL;
-
-        if (s->failed || !msg || !(j = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15))))
+        if (s->failed || !msg)
                 return;
-        if (xb_buf_puts(&s->out, j) < 0 || xb_buf_puts(&s->out, "\n") < 0) {
+        if (queue_msg(s, msg) < 0) {
                 xb_warn("mcp: the client is not reading its output; ending");
                 s->failed = true;
                 stdio_done(s);
@@ -384,10 +513,17 @@ xb_mcp_stdio_stop(struct xb_mcp_stdio *s)
         xb_io_stop(&s->in_io);
         xb_io_stop(&s->out_io);
         /* What is still queued goes out, blocking: the peer waits for it. */
-        if (!s->failed && s->out_off < s->out.len) {
+        if (!s->failed && (s->out_off < s->out.len || s->parts)) {
                 xb_set_nonblock(s->out_fd, false);
-                xb_write_all(s->out_fd, s->out.data + s->out_off, s->out.len - s->out_off);
+                pump(s, SIZE_MAX);
         }
+        while (s->parts) {
+                struct opart *p = s->parts;
+
+                s->parts = p->next;
+                part_free(p);
+        }
+        free(s->stage);
         while (s->lines) {
                 struct line *l = s->lines;
 

@@ -265,6 +265,10 @@ struct xb_stream *xb_reply_stream(struct xb_req *r, unsigned status, const char 
 /* Queue bytes; -ENOBUFS if the client is too far behind (the stream ends). */
 int xb_stream_write(struct xb_stream *s, const void *p, size_t n);
 int xb_stream_printf(struct xb_stream *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Queue data's JSON (steals data; flags as json_dumps's, JSON_COMPACT
+ * always): a large value is generated as it is sent, never serialised
+ * whole. Compact JSON has no raw newline, so it fits one SSE data line. */
+int xb_stream_json(struct xb_stream *s, json_t *data, size_t flags);
 /* An SSE event: "event: NAME\ndata: JSON\n\n" (steals data). */
 int xb_stream_event(struct xb_stream *s, const char *name, json_t *data);
 /* No more data; the stream closes once drained. s is invalid after. */

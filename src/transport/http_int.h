@@ -202,7 +202,6 @@ void http_queue(struct xb_req *r, unsigned status, struct MHD_Response *resp);
 /* json_stream.c: a response for body (taken): a buffer when it is small,
  * else generated as it is sent; *ret_size its size (an estimate when
  * streamed). NULL when out of memory. */
-#define XB_JSON_STREAM_MIN (256u << 10)
 struct MHD_Response *http_json_response(json_t *body, size_t *ret_size);
 /* Queue the early reply held while the body drained. */
 void http_queue_held(struct xb_req *r);

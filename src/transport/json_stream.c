@@ -22,6 +22,7 @@ struct frame {
 
 struct xb_jgen {
         json_t *root;                 /* referenced */
+        size_t flags;                 /* json_dumps flags for numbers */
         struct frame *stack;
         size_t depth, cap;
         bool started, done, failed;
@@ -95,7 +96,7 @@ begin_value(struct xb_jgen *g, json_t *v)
                 pend_add(g, json_is_object(v) ? "{" : "[", 1);
         } else if (json_is_string(v))
                 start_string(g, json_string_value(v), json_string_length(v), false);
-        else if ((t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY))) {
+        else if ((t = json_dumps(v, g->flags | JSON_COMPACT | JSON_ENCODE_ANY))) {
                 pend_add(g, t, strlen(t));
                 free(t);
         } else
@@ -250,15 +251,22 @@ reader(void *cls, uint64_t pos, char *out, size_t max)
 }
 
 struct xb_jgen *
-xb_jgen_new(json_t *body)
+xb_jgen_new_flags(json_t *body, size_t flags)
 {
         struct xb_jgen *g = calloc(1, sizeof(*g));
 
-        if (g)
+        if (g) {
                 g->root = body;
-        else
+                g->flags = flags;
+        } else
                 json_decref(body);
         return g;
+}
+
+struct xb_jgen *
+xb_jgen_new(json_t *body)
+{
+        return xb_jgen_new_flags(body, 0);
 }
 
 void

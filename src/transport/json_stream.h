@@ -6,8 +6,15 @@
 
 struct xb_jgen;
 
+/* A document whose strings and keys come to this many bytes or more is
+ * generated as it is sent; a smaller one is one json_dumps. */
+#define XB_JSON_STREAM_MIN (256u << 10)
+
 /* Takes body; NULL when out of memory (body is then released). */
 struct xb_jgen *xb_jgen_new(json_t *body);
+/* The same with json_dumps flags for its numbers (JSON_REAL_PRECISION);
+ * JSON_COMPACT is always on. */
+struct xb_jgen *xb_jgen_new_flags(json_t *body, size_t flags);
 /* The next up to max bytes (max >= 6): their count, 0 at the end, -1 when
  * out of memory. */
 ssize_t xb_jgen_read(struct xb_jgen *g, char *out, size_t max);

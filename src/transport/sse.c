@@ -265,14 +265,13 @@ xb_stream_printf(struct xb_stream *s, const char *fmt, ...)
         return wrote(s, b, len0, r);
 }
 
-/* A large event: its JSON is generated as it is sent (json_stream.c, the
+/* A large value: its JSON is generated as it is sent (json_stream.c, the
  * bytes json_dumps would make), so it is never serialised whole, in memory
  * or in one long turn of the loop. */
 static int
-event_streamed(struct xb_stream *s, const char *name, json_t *data, size_t est)
+json_streamed(struct xb_stream *s, json_t *data, size_t flags, size_t est)
 {
         struct xb_stream_part *p;
-        int r;
 
         if (s->deferred && s->deferred + est > STREAM_DEFER_MAX) {
                 json_decref(data);
@@ -280,11 +279,7 @@ event_streamed(struct xb_stream *s, const char *name, json_t *data, size_t est)
                 stream_wake(s);
                 return -ENOBUFS;
         }
-        if ((r = xb_stream_printf(s, "event: %s\ndata: ", name)) < 0) {
-                json_decref(data);
-                return r;
-        }
-        if (!(p = calloc(1, sizeof(*p))) || !(p->gen = xb_jgen_new(data))) {
+        if (!(p = calloc(1, sizeof(*p))) || !(p->gen = xb_jgen_new_flags(data, flags))) {
                 if (!p)
                         json_decref(data);
                 free(p);
@@ -300,11 +295,12 @@ event_streamed(struct xb_stream *s, const char *name, json_t *data, size_t est)
         else
                 s->parts = p;
         s->last = p;
-        return xb_stream_write(s, "\n\n", 2);
+        stream_wake(s);
+        return 0;
 }
 
 int
-xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
+xb_stream_json(struct xb_stream *s, json_t *data, size_t flags)
 {
         size_t est;
         char *j;
@@ -316,14 +312,28 @@ xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
         }
         est = xb_json_string_bytes(data, STREAM_DEFER_MAX + 1);
         if (est >= XB_JSON_STREAM_MIN)
-                return event_streamed(s, name, data, est);
-        j = json_dumps(data, JSON_COMPACT);
+                return json_streamed(s, data, flags, est);
+        j = json_dumps(data, flags | JSON_COMPACT);
         json_decref(data);
         if (!j)
                 return -ENOMEM;
-        r = xb_stream_printf(s, "event: %s\ndata: %s\n\n", name, j);
+        r = xb_stream_write(s, j, strlen(j));
         free(j);
         return r;
+}
+
+int
+xb_stream_event(struct xb_stream *s, const char *name, json_t *data)
+{
+        int r;
+
+        if ((r = xb_stream_printf(s, "event: %s\ndata: ", name)) < 0) {
+                json_decref(data);
+                return r;
+        }
+        if ((r = xb_stream_json(s, data, 0)) < 0)
+                return r;
+        return xb_stream_write(s, "\n\n", 2);
 }
 
 size_t

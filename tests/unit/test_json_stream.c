@@ -109,3 +109,26 @@ Test(json_stream, big_string_in_bounded_pieces)
         free(s);
         json_decref(v);
 }
+
+/* MCP writes its reals to 15 digits: a generator with those flags makes
+ * the bytes json_dumps makes with them. */
+Test(json_stream, number_flags_as_json_dumps)
+{
+        size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(15), len = 0;
+        json_t *v = json_pack("{s:f,s:[f,i,s]}", "progress", 0.1 + 0.2, "a", 1.0 / 3.0, 7, "x");
+        struct xb_jgen *g = xb_jgen_new_flags(json_incref(v), flags);
+        char *want = json_dumps(v, flags), got[256];
+        ssize_t n;
+
+        cr_assert(v && g && want);
+        while ((n = xb_jgen_read(g, got + len, 7)) > 0)
+                len += (size_t)n;
+        cr_assert_eq(n, 0);
+        got[len] = '\0';
+        cr_assert_str_eq(got, want);
+        /* A positive control: the default precision writes other bytes. */
+        cr_assert(strstr(want, "0.3,") && !strstr(want, "0.30000000000000004"), "%s", want);
+        xb_jgen_free(g);
+        free(want);
+        json_decref(v);
+}
