@@ -171,11 +171,41 @@ held(uint32_t tag)
         return find_hold(tag) != NULL;
 }
 
+/* What the dead daemon sent before it died may still be queued (a reply
+ * to it failed first): a HOLD or UNHOLD among it must not go with the
+ * socket, or a process it started just before is lost. The rest is
+ * dropped: nobody waits for an answer now. Bounded by the socket's queue. */
+static void
+drain(void)
+{
+        static uint8_t buf[XB_MSG_MAX];
+
+        for (;;) {
+                int fds[XB_MSG_MAXFDS];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(XB_INIT_SOCK, buf, sizeof(buf), fds, &nfds, true);
+                struct xb_msgr r;
+
+                if (n == -EBADMSG)
+                        continue;   /* its fds are closed already */
+                if (n <= 0)
+                        return;
+                if (xb_msgr_init(&r, buf, (size_t)n) == 0 && r.type == XB_REQ_HOLD) {
+                        xb_init_hold(&r, fds, nfds);
+                        continue;
+                }
+                if (xb_msgr_init(&r, buf, (size_t)n) == 0 && r.type == XB_REQ_UNHOLD)
+                        xb_init_unhold(&r);
+                close_all(fds, nfds);
+        }
+}
+
 bool
 xb_init_detach(void)
 {
         if (!k.armed)
                 return false;
+        drain();
         close(XB_INIT_SOCK);
         k.alone = true;
         k.deadline_ms = now_ms() + k.grace_ms;
