@@ -47,6 +47,7 @@
 /* proc_adopt.c, session_adopt.c */
 int xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
 int xb__session_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds, size_t nfds);
+int xb__watcher_adopt(struct xb_sbx *x, uint32_t tag, json_t *note);
 void xb__sessions_lost(struct xb_sbx *x, json_t *listed);
 
 static void
@@ -160,6 +161,17 @@ xb_adopt_hold_session(struct xb_session *ss)
 }
 
 void
+xb_adopt_hold_watch(struct xb_sbx *x, uint32_t tag, json_t *note)
+{
+        _cleanup_free_ char *text = NULL;
+
+        if (!x->armed || !x->sb || x->state >= XB_SBX_DYING || !(text = json_dumps(note, JSON_COMPACT)) ||
+            strlen(text) > XB_HOLD_NOTE_MAX)
+                return;
+        send_hold(x, tag, 0, text, NULL, 0);
+}
+
+void
 xb_adopt_unhold_session(struct xb_session *ss)
 {
         send_unhold(ss->sbx, ss->tag);
@@ -174,13 +186,19 @@ xb_adopt_hold(struct xb_proc *p)
         size_t nfds = 0;
         json_t *note;
 
-        if (!x->armed || !x->sb || p->out_fd < 0 || p->err_fd < 0)
+        /* A terminal's one fd is its master (init keeps a dup of it, so the
+         * pty stays open and buffers while no daemon reads it). */
+        if (!x->armed || !x->sb || p->out_fd < 0 || (!p->tty && p->err_fd < 0))
                 return;
         note = json_pack("{s:s,s:O,s:O,s:s?,s:s?,s:I,s:I}", "cmd", p->cmd, "argv", p->argv ? p->argv : json_null(),
                          "env", p->env ? p->env : json_null(), "cwd", p->cwd, "tag", p->client_tag, "limit",
                          (json_int_t)p->out.limit, "age_ms", (json_int_t)(xb_now_ms() - p->start_ms));
         /* The next daemon goes on with its whole streams' files and its timeout. */
-        if (note && p->sp_out.path && p->sp_err.path && !p->sp_out.failed && !p->sp_err.failed)
+        if (note && p->tty) {
+                json_object_set_new(note, "pty", json_pack("{s:i,s:i}", "rows", p->rows, "cols", p->cols));
+                if (p->sp_out.path && !p->sp_out.failed)
+                        json_object_set_new(note, "spill", json_pack("[s]", p->sp_out.path));
+        } else if (note && p->sp_out.path && p->sp_err.path && !p->sp_out.failed && !p->sp_err.failed)
                 json_object_set_new(note, "spill", json_pack("[s,s]", p->sp_out.path, p->sp_err.path));
         if (note && p->timeout_ms)
                 json_object_set_new(note, "timeout_at_unix_ms",
@@ -198,7 +216,8 @@ xb_adopt_hold(struct xb_proc *p)
         if (!text || strlen(text) > XB_HOLD_NOTE_MAX)
                 return;
         fds[nfds++] = p->out_fd;
-        fds[nfds++] = p->err_fd;
+        if (!p->tty)
+                fds[nfds++] = p->err_fd;
         send_hold(x, p->tag, p->pid, text, fds, nfds);
 }
 
@@ -247,14 +266,24 @@ read_held(struct xb_sbx *x, struct xb_err *err)
                 }
                 if (xb_msgr_u64(&r, XB_K_FLAGS, &flags) == 0 && (flags & XB_HELD_END))
                         return 0;
-                if (xb_msgr_u64(&r, XB_K_PID, &pid) < 0 || pid < 2 || pid > 4194304 ||
-                    xb_msgr_str(&r, XB_K_DATA, &note, &len) < 0 || nfds < 2 || nfds > 3 ||
+                if (xb_msgr_u64(&r, XB_K_PID, &pid) < 0 || pid > 4194304 ||
+                    xb_msgr_str(&r, XB_K_DATA, &note, &len) < 0 || nfds > 3 ||
                     !(j = json_loadb(note, len, 0, NULL))) {
                         for (size_t i = 0; i < nfds; i++)
                                 close(fds[i]);
                         continue;   /* that one process is lost, not the sandbox */
                 }
-                if (json_is_string(json_object_get(j, "session"))) {
+                /* A polled watcher: no pid, no fds (init holds its inotify). */
+                if (json_is_string(json_object_get(j, "watcher"))) {
+                        for (size_t i = 0; i < nfds; i++)
+                                close(fds[i]);
+                        if (nfds || xb__watcher_adopt(x, r.tag, j) < 0)
+                                xb_warn("sandbox %s: watcher %s lost", x->id,
+                                        json_string_value(json_object_get(j, "watcher")));
+                } else if (pid < 2 || nfds < 1) {
+                        for (size_t i = 0; i < nfds; i++)
+                                close(fds[i]);
+                } else if (json_is_string(json_object_get(j, "session"))) {
                         if (xb__session_adopt(x, r.tag, (pid_t)pid, j, fds, nfds) < 0)
                                 xb_warn("sandbox %s: session %s lost", x->id,
                                         json_string_value(json_object_get(j, "session")));

@@ -298,6 +298,9 @@ void xb_adopt_unhold(struct xb_proc *p);
 struct xb_session;
 void xb_adopt_hold_session(struct xb_session *ss);
 void xb_adopt_unhold_session(struct xb_session *ss);
+/* Keep a polled watcher's note in init, with its watch's tag: a next
+ * daemon re-attaches it (init drops it with the watch). */
+void xb_adopt_hold_watch(struct xb_sbx *x, uint32_t tag, json_t *note);
 /* At exit without --stop-sandboxes: let go of every armed sandbox, alive,
  * for the next daemon (its init waits); how many. The rest is deleted by
  * xb_core_close as before. */

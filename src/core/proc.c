@@ -325,8 +325,9 @@ proc_spawned(void *ctx, pid_t pid)
                 proc_spill_start(p);
                 proc_watch_pipes(p);
         }
-        /* After the spill files are named: the next daemon goes on with them. */
-        if (p->background && !p->tty)
+        /* After the spill files are named: the next daemon goes on with
+         * them. A terminal's master may come later (proc_on_tty holds it). */
+        if (p->background && (!p->tty || p->out_fd >= 0))
                 xb_adopt_hold(p);
         proc_answer_spawned(p);
 }
@@ -518,6 +519,8 @@ xb_proc_start(struct xb_sbx *x, const struct xb_proc_spec *spec, bool background
                         xb_buf_append(&p->stdin_buf, spec->stdin_data, spec->stdin_len);
                 if (spec->stdin_len && !spec->keep_stdin)
                         xb_buf_append(&p->stdin_buf, "\x04", 1);
+                /* Its stream goes to a file too, as a pipe's does. */
+                p->spill_wait = background;
         } else {
                 p->out_fd = TAKE_FD(outp[0]);
                 p->err_fd = TAKE_FD(errp[0]);

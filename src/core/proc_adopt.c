@@ -1,13 +1,16 @@
 /* A background process of an earlier daemon's sandbox, rebuilt from what
  * init kept of it (adopt.c): its tag, pid, output pipes and the note the
- * earlier daemon left with them. Its output from here on is read as any
+ * earlier daemon left with them (a terminal's: its master alone, and its
+ * stdin is that master again). Its output from here on is read as any
  * process's; what the earlier daemon had read stays in its stream files
- * inside the sandbox, which this daemon does not reopen. */
+ * inside the sandbox, which this daemon goes on with (proc_spill_resume). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "base/fd.h"
@@ -25,7 +28,10 @@ xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds
         json_int_t limit = json_integer_value(json_object_get(note, "limit"));
         json_int_t age = json_integer_value(json_object_get(note, "age_ms"));
 
-        if (!p || nfds != 2 || x->nprocs >= XB_PROCS_PER_SANDBOX) {
+        json_t *pty = json_object_get(note, "pty");
+
+        /* Two pipes, or a terminal's master alone. */
+        if (!p || nfds != (json_is_object(pty) ? 1u : 2u) || x->nprocs >= XB_PROCS_PER_SANDBOX) {
                 free(p);
                 for (size_t i = 0; i < nfds; i++)
                         close(fds[i]);
@@ -38,15 +44,41 @@ xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds
         p->spawned = true;
         p->pid = pid;
         p->out_fd = fds[0];
-        p->err_fd = fds[1];
+        p->err_fd = nfds > 1 ? fds[1] : -1;
+        p->tty = json_is_object(pty);
+        /* It came from inside the sandbox once: it must still be a terminal. */
+        if (p->tty && !isatty(p->out_fd)) {
+                close(p->out_fd);
+                free(p);
+                return -ENOTTY;
+        }
         xb_set_nonblock(p->out_fd, true);
-        xb_set_nonblock(p->err_fd, true);
+        if (p->err_fd >= 0)
+                xb_set_nonblock(p->err_fd, true);
         p->tag = xb_sbx_pending_add_at(x, proc_pending_ops(), p, tag);
         if (!p->tag) {
                 close(p->out_fd);
-                close(p->err_fd);
+                if (p->err_fd >= 0)
+                        close(p->err_fd);
                 free(p);
                 return -EEXIST;
+        }
+        if (p->tty) {
+                struct winsize ws = { 0 };
+
+                /* Its size now (a resize since the note is the kernel's). */
+                if (ioctl(p->out_fd, TIOCGWINSZ, &ws) == 0) {
+                        p->rows = ws.ws_row;
+                        p->cols = ws.ws_col;
+                } else {
+                        p->rows = (uint16_t)json_integer_value(json_object_get(pty, "rows"));
+                        p->cols = (uint16_t)json_integer_value(json_object_get(pty, "cols"));
+                }
+                p->in_fd = fcntl(p->out_fd, F_DUPFD_CLOEXEC, 3);
+                if (p->in_fd >= 0) {
+                        xb_set_nonblock(p->in_fd, true);
+                        xb_io_start(x->core->loop, &p->in_io, p->in_fd, 0, proc_on_stdin, p);
+                }
         }
         xb_outbuf_init(&p->out, limit > 0 ? (uint64_t)limit : ((uint64_t)1 << 20));
         xb_outbuf_init(&p->err, limit > 0 ? (uint64_t)limit : ((uint64_t)1 << 20));
@@ -77,7 +109,9 @@ xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds
                  * one is per boot, and the daemon's start is not the process's). */
                 if (at > 0)
                         proc_arm_hard(p, (uint64_t)at > xb_unix_ms() ? (uint64_t)at - xb_unix_ms() : 0);
-                if (o && e && !strncmp(o, "/var/tmp/execbox/", 17) && !strncmp(e, "/var/tmp/execbox/", 17))
+                if (o && !strncmp(o, "/var/tmp/execbox/", 17) && p->tty)
+                        proc_spill_resume(p, o, NULL);
+                else if (o && e && !strncmp(o, "/var/tmp/execbox/", 17) && !strncmp(e, "/var/tmp/execbox/", 17))
                         proc_spill_resume(p, o, e);
                 else
                         proc_watch_pipes(p);

@@ -95,10 +95,12 @@ void proc_on_tty(struct xb_io *io, uint32_t events);
 void proc_pump_stdin(struct xb_proc *p);
 
 /* ---- proc_spill.c: the whole streams in files inside the sandbox ---- */
-/* Open p's files (background, no terminal); its pipes wait for them. */
+/* Open p's files (background; a terminal's one stream is stdout); its
+ * pipes wait for them. */
 void proc_spill_start(struct xb_proc *p);
 /* A re-adopted process (proc_adopt.c): go on with the files an earlier
- * daemon wrote, from their ends; the pipes are read once both are open. */
+ * daemon wrote, from their ends; the pipes are read once both are open.
+ * err_path is NULL for a terminal. */
 void proc_spill_resume(struct xb_proc *p, const char *out_path, const char *err_path);
 /* The hard timeout, after_ms from now (0: at once). */
 void proc_arm_hard(struct xb_proc *p, uint64_t after_ms);

@@ -278,7 +278,10 @@ proc_on_tty(struct xb_io *io, uint32_t events)
                 p->out_fd = m;
                 p->in_fd = fcntl(m, F_DUPFD_CLOEXEC, 3);
                 xb_set_nonblock(p->out_fd, true);
-                xb_io_start(p->sbx->core->loop, &p->out_io, p->out_fd, EPOLLIN, proc_on_output, p);
+                /* Read once its stream's file is open (background). */
+                proc_watch_pipes(p);
+                if (p->background && p->spawned)
+                        xb_adopt_hold(p);
                 if (p->in_fd >= 0) {
                         xb_io_start(p->sbx->core->loop, &p->in_io, p->in_fd, 0, proc_on_stdin, p);
                         proc_pump_stdin(p);

@@ -182,17 +182,19 @@ proc_spill_start(struct xb_proc *p)
         /* Held until both answer (either may answer at once). */
         p->spill_pending++;
         spill_open(p, &p->sp_out, "stdout", NULL);
-        spill_open(p, &p->sp_err, "stderr", NULL);
+        /* A terminal has one stream: its master stands for stdout. */
+        if (!p->tty)
+                spill_open(p, &p->sp_err, "stderr", NULL);
         p->spill_pending--;
 }
 
 void
 proc_spill_resume(struct xb_proc *p, const char *out_path, const char *err_path)
 {
-        char *o = strdup(out_path), *e = strdup(err_path);
+        char *o = strdup(out_path), *e = err_path ? strdup(err_path) : NULL;
 
         p->sp_out.fd = p->sp_err.fd = -1;
-        if (!o || !e || xb_fds_charge(p->sbx, SPILL_FDS, NULL) < 0) {
+        if (!o || (err_path && !e) || xb_fds_charge(p->sbx, SPILL_FDS, NULL) < 0) {
                 free(o);
                 free(e);
                 spill_fail(&p->sp_out, EMFILE);
@@ -203,7 +205,8 @@ proc_spill_resume(struct xb_proc *p, const char *out_path, const char *err_path)
         p->spill_fds = SPILL_FDS;
         p->spill_pending++;
         spill_open(p, &p->sp_out, "stdout", o);
-        spill_open(p, &p->sp_err, "stderr", e);
+        if (e)
+                spill_open(p, &p->sp_err, "stderr", e);
         if (--p->spill_pending == 0)
                 proc_watch_pipes(p);
 }
@@ -290,9 +293,9 @@ proc_spill_json(const struct xb_proc *p, json_t *o)
         static const char *const names[2] = { "stdout", "stderr" };
         const struct proc_spill *sps[2] = { &p->sp_out, &p->sp_err };
 
-        if (!p->background || p->tty)
+        if (!p->background)
                 return;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < (p->tty ? 1 : 2); i++) {
                 const struct proc_spill *sp = sps[i];
                 char key[32];
                 json_t *f;

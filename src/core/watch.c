@@ -188,6 +188,7 @@ struct xb_watcher {
         char id[24];
         json_t *events;
         bool overflow, ended;
+        json_t *note;                 /* what a next daemon needs to go on with it (adopt.c) */
 };
 
 static void
@@ -199,6 +200,7 @@ watcher_unlink(struct xb_watcher *wr)
                         break;
                 }
         json_decref(wr->events);
+        json_decref(wr->note);
         free(wr);
 }
 
@@ -209,6 +211,10 @@ wr_ready(void *ctx)
         struct xb_call *c = wr->create;
 
         wr->create = NULL;
+        /* Init watches: it keeps the note for a next daemon (its unwatch
+         * or its end drops it there). */
+        if (wr->watch && wr->note)
+                xb_adopt_hold_watch(wr->sbx, wr->watch->tag, wr->note);
         if (c)
                 xb_call_done(c, json_pack("{s:s}", "watcher_id", wr->id));
 }
@@ -268,6 +274,8 @@ xb_watcher_create(struct xb_sbx *x, const char *path, bool recursive, uint32_t u
         wr->sbx = x;
         wr->create = c;
         snprintf(wr->id, sizeof(wr->id), "w%u", ++x->next_watcher);
+        wr->note = json_pack("{s:s,s:s,s:b,s:I}", "watcher", wr->id, "path", path, "recursive", recursive, "uid",
+                             (json_int_t)uid);
         wr->next = x->watchers;
         x->watchers = wr;
         wr->watch = xb_watch_start(x, path, recursive, uid, &watcher_ops, wr, &err);
@@ -328,4 +336,49 @@ xb_watchers_free(struct xb_sbx *x)
                  * has ended (wr_end) and only ended watchers are left. */
                 watcher_unlink(wr);
         }
+}
+
+int xb__watcher_adopt(struct xb_sbx *x, uint32_t tag, json_t *note);
+
+/* A polled watcher of an earlier daemon's (adopt.c): init still watches
+ * with tag, and keeps its note; the events it read while no daemon was
+ * attached were dropped, but what the kernel queued meanwhile (bounded by
+ * its max_queued_events, past which it reports overflow) comes next. */
+int
+xb__watcher_adopt(struct xb_sbx *x, uint32_t tag, json_t *note)
+{
+        const char *id = json_string_value(json_object_get(note, "watcher"));
+        struct xb_watcher *wr;
+        struct xb_watch *w;
+        unsigned n;
+        char tail;
+
+        if (!id || sscanf(id, "w%u%c", &n, &tail) != 1 || x->nwatches >= XB_WATCHES_MAX || watcher_find(x, id))
+                return -EINVAL;
+        wr = calloc(1, sizeof(*wr));
+        w = calloc(1, sizeof(*w));
+        if (!wr || !w || !(wr->events = json_array())) {
+                free(wr);
+                free(w);
+                return -ENOMEM;
+        }
+        *w = (struct xb_watch){ .sbx = x, .ops = &watcher_ops, .ctx = wr, .ready = true };
+        w->tag = xb_sbx_pending_add_at(x, &watch_pending, w, tag);
+        if (!w->tag) {
+                json_decref(wr->events);
+                free(wr);
+                free(w);
+                return -EEXIST;
+        }
+        xb_sbx_ref(x);
+        x->nwatches++;
+        wr->sbx = x;
+        wr->watch = w;
+        wr->note = json_incref(note);
+        snprintf(wr->id, sizeof(wr->id), "%s", id);
+        if (n > x->next_watcher)
+                x->next_watcher = n;
+        wr->next = x->watchers;
+        x->watchers = wr;
+        return 0;
 }

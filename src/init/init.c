@@ -143,7 +143,9 @@ main(int argc, char **argv)
         for (;;) {
                 int timeout = -1;
 
-                nw = xb_init_watch_fds(pfd + 2, XB_WATCHES_MAX, widx);
+                /* Alone, watches are not read: the kernel queues their
+                 * events (bounded) for the next daemon (init_keep.c). */
+                nw = xb_init_alone() ? 0 : xb_init_watch_fds(pfd + 2, XB_WATCHES_MAX, widx);
                 pfd[0].fd = XB_INIT_SOCK;
                 if (xb_init_alone() && (pfd[0].fd = xb_init_wait_fd(&timeout)) < 0)
                         return 0;   /* no daemon came back in time */

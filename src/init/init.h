@@ -59,11 +59,16 @@ void xb_init_watch_read(int idx);
  * tags start above it. */
 uint32_t xb_init_max_tag(void);
 uint32_t xb_init_watch_max_tag(void);
+/* Whether tag is a live watch; free every watch kept() says no to. */
+bool xb_init_watch_live(uint32_t tag);
+void xb_init_watch_keep_only(bool (*kept)(uint32_t tag));
 /* init_keep.c: outliving the daemon (KEEP, HOLD, UNHOLD; HELLO on the
  * listening socket). */
 void xb_init_keep(const struct xb_msgr *r, int *fds, size_t nfds);
 void xb_init_hold(const struct xb_msgr *r, int *fds, size_t nfds);
 void xb_init_unhold(const struct xb_msgr *r);
+/* Drop what is held with tag, if anything (a watch ended). */
+void xb_init_unhold_tag(uint32_t tag);
 /* fd 3 closed: true if armed (init waits alone), false to exit. */
 bool xb_init_detach(void);
 bool xb_init_alone(void);

@@ -5,7 +5,9 @@
  * open file description whose lock lives while any dup of it does) and
  * the egress sockets. HOLD keeps dups of a background command's output
  * pipes' read ends, with the daemon's note on it, so that writers never
- * see EPIPE while no daemon reads. At EOF of fd 3 an armed init waits up
+ * see EPIPE while no daemon reads (a terminal's: its master, so the pty
+ * is not hung up), and a polled watcher's note (no fds: the watch is
+ * init's already). At EOF of fd 3 an armed init waits up
  * to the grace period for a peer that proves the secret; to it, it hands
  * back the lock and sockets (KEPT), the held pipes (HELD) and the events
  * it queued meanwhile (commands that exited). No peer in time: init exits
@@ -77,7 +79,8 @@ xb_init_queue(const void *buf, size_t len)
 {
         if (!k.alone)
                 return false;
-        /* An exit is what a new daemon needs; the rest (watch events) is lost. */
+        /* An exit is what a new daemon needs. Watches are not read while
+         * alone (init.c): their events wait in the kernel for it. */
         if (len >= 8 && ((const struct xb_msg_hdr *)buf)->type == XB_EV_EXITED && len <= QUEUE_MSG &&
             k.nqueue < QUEUE_MAX) {
                 memcpy(k.queue[k.nqueue], buf, len);
@@ -143,15 +146,58 @@ xb_init_hold(const struct xb_msgr *r, int *fds, size_t nfds)
 }
 
 void
-xb_init_unhold(const struct xb_msgr *r)
+xb_init_unhold_tag(uint32_t tag)
 {
-        uint64_t tag;
-        struct hold *h;
+        struct hold *h = tag ? find_hold(tag) : NULL;
 
-        if (xb_msgr_u64(r, XB_K_TARGET, &tag) < 0 || !(h = find_hold((uint32_t)tag)))
+        if (!h)
                 return;
         close_all(h->fds, h->nfds);
         *h = k.holds[--k.nholds];
+}
+
+void
+xb_init_unhold(const struct xb_msgr *r)
+{
+        uint64_t tag;
+
+        if (xb_msgr_u64(r, XB_K_TARGET, &tag) == 0 && tag <= UINT32_MAX)
+                xb_init_unhold_tag((uint32_t)tag);
+}
+
+static bool
+held(uint32_t tag)
+{
+        return find_hold(tag) != NULL;
+}
+
+/* What the dead daemon sent before it died may still be queued (a reply
+ * to it failed first): a HOLD or UNHOLD among it must not go with the
+ * socket, or a process it started just before is lost. The rest is
+ * dropped: nobody waits for an answer now. Bounded by the socket's queue. */
+static void
+drain(void)
+{
+        static uint8_t buf[XB_MSG_MAX];
+
+        for (;;) {
+                int fds[XB_MSG_MAXFDS];
+                size_t nfds = 0;
+                ssize_t n = xb_msg_recv(XB_INIT_SOCK, buf, sizeof(buf), fds, &nfds, true);
+                struct xb_msgr r;
+
+                if (n == -EBADMSG)
+                        continue;   /* its fds are closed already */
+                if (n <= 0)
+                        return;
+                if (xb_msgr_init(&r, buf, (size_t)n) == 0 && r.type == XB_REQ_HOLD) {
+                        xb_init_hold(&r, fds, nfds);
+                        continue;
+                }
+                if (xb_msgr_init(&r, buf, (size_t)n) == 0 && r.type == XB_REQ_UNHOLD)
+                        xb_init_unhold(&r);
+                close_all(fds, nfds);
+        }
 }
 
 bool
@@ -159,6 +205,7 @@ xb_init_detach(void)
 {
         if (!k.armed)
                 return false;
+        drain();
         close(XB_INIT_SOCK);
         k.alone = true;
         k.deadline_ms = now_ms() + k.grace_ms;
@@ -204,6 +251,14 @@ hand_back(int sock)
         }
         if (!send_or_drop(sock, &w, fds, 1 + k.nnet))
                 return false;
+        /* A watch nobody kept (an event stream's) has no owner now; a
+         * watcher's note whose watch ended is stale. */
+        xb_init_watch_keep_only(held);
+        for (size_t i = 0; i < k.nholds;)
+                if (!k.holds[i].nfds && !xb_init_watch_live(k.holds[i].tag))
+                        xb_init_unhold_tag(k.holds[i].tag);
+                else
+                        i++;
         for (size_t i = 0; i < k.nholds; i++) {
                 struct hold *h = &k.holds[i];
 

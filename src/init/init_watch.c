@@ -11,7 +11,10 @@
  * flag, so a flood costs init one bounded read per watch per loop turn. The
  * first reply says whether the watch exists (ERRNO); END says its root is
  * gone. Watches are added as the request's fsuid, so a directory the user
- * cannot read cannot be watched. */
+ * cannot read cannot be watched. While init waits alone for a next daemon
+ * its watches are not read: their events wait in the kernel's queue (as
+ * bounded), and what a next daemon did not take back (a stream's watch)
+ * is freed when it attaches. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -149,6 +152,8 @@ drop_tree(struct watch *w, const char *rel)
 static void
 free_watch(struct watch *w)
 {
+        /* What a daemon left with it for the next one (init_keep.c) goes too. */
+        xb_init_unhold_tag(w->tag);
         for (size_t i = 0; i < w->ndirs; i++)
                 free(w->dirs[i].rel);
         free(w->dirs);
@@ -355,4 +360,21 @@ xb_init_watch_max_tag(void)
                 if (watches[i].tag > m)
                         m = watches[i].tag;
         return m;
+}
+
+bool
+xb_init_watch_live(uint32_t tag)
+{
+        for (size_t i = 0; i < XB_WATCHES_MAX && tag; i++)
+                if (watches[i].tag == tag)
+                        return true;
+        return false;
+}
+
+void
+xb_init_watch_keep_only(bool (*kept)(uint32_t tag))
+{
+        for (size_t i = 0; i < XB_WATCHES_MAX; i++)
+                if (watches[i].tag && !kept(watches[i].tag))
+                        free_watch(&watches[i]);
 }

@@ -10,13 +10,17 @@ is noticed at once. With a grace (SURVIVE) sandboxes outlive a SIGKILL or
 a SIGTERM and the next daemon re-adopts them (docs/restart.md)."""
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
 import time
+
+import requests
 
 import server_fixture as sf
 import xbhost
@@ -545,4 +549,111 @@ def test_sigkill_of_a_readopted_init_is_noticed_within_a_second(execbox, server_
         time.sleep(0.02)
     assert cgroups_gone(cgs), cgs
     assert records(state) == set() and not os.listdir(os.path.join(state, "keep"))
+    s2.stop()
+
+
+def pty_read(srv, sid, pid, needle: str, off: int = 0, timeout: float = 10) -> tuple[str, int]:
+    """stdout of a pty process from off until needle shows up; (text, next offset)."""
+    text, deadline = "", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        o = expect(srv.get(f"/v1/sandboxes/{sid}/processes/{pid}/output?stdout_offset={off}&wait_s=1"), 200).json()
+        text += o["stdout"]
+        off = o["stdout_offset"]
+        if needle in text or not o["running"]:
+            break
+    return text, off
+
+
+def pty_send(srv, sid, pid, data: str) -> None:
+    b = base64.b64encode(data.encode()).decode()
+    expect(srv.post(f"/v1/sandboxes/{sid}/processes/{pid}/stdin", {"data": b, "encoding": "base64"}), 200)
+
+
+def ticks_of(text: str) -> list[int]:
+    return [int(t) for t in re.findall(r"tick-(\d+)\r?\n", text)]
+
+
+def test_a_pty_process_survives_a_sigkill_and_takes_input_after(execbox, server_factory, tmp_path):
+    s1 = sf.start_server(execbox, str(tmp_path / "killed"), *SURVIVE, pool=0)
+    state = s1.state_dir
+    try:
+        sid = s1.create()["id"]
+        p = start_bg(s1, sid, "sh", pty={"cols": 80, "rows": 24})
+        pid = p["pid"]
+        # A counter the interactive shell runs in the background, on its terminal.
+        pty_send(s1, sid, pid, "i=0; while :; do echo tick-$i; i=$((i+1)); sleep 0.1; done &\n")
+        text, off = pty_read(s1, sid, pid, "tick-3\r\n")
+        assert "tick-3" in text, text
+        last = ticks_of(text)[-1]
+    finally:
+        kill_server(s1)
+    time.sleep(1)   # it goes on writing to its terminal: init holds the master
+    s2 = server_factory(*SURVIVE, state_dir=state, pool=0)
+    info = expect(s2.get(f"/v1/sandboxes/{sid}/processes/{pid}"), 200).json()
+    assert info["status"] == "running", info
+    # From where the killed daemon's reader was: what it wrote meanwhile and after, no gap.
+    text, _ = pty_read(s2, sid, pid, f"tick-{last + 15}\r\n", off)
+    ticks = ticks_of(text)
+    assert ticks and ticks[0] == last + 1 and ticks[-1] >= last + 15, (last, ticks[:3], ticks[-3:])
+    assert ticks == list(range(last + 1, last + 1 + len(ticks))), f"a gap in the pty output (last read {last})"
+    # The whole stream from its start is still there (its file in the sandbox).
+    whole, end = pty_read(s2, sid, pid, "\x00", 0, timeout=1)
+    assert ticks_of(whole)[:last + 1] == list(range(last + 1)), whole[:200]
+    # Input reaches the shell (it computes the answer: not just the terminal's echo).
+    pty_send(s2, sid, pid, "echo MARKER-$((6*7))\n")
+    text, end = pty_read(s2, sid, pid, "MARKER-42\r\n", end)
+    assert "MARKER-42\r\n" in text, text
+    # And the terminal is resized.
+    expect(s2.post(f"/v1/sandboxes/{sid}/processes/{pid}/resize", {"cols": 132, "rows": 43}), 200)
+    pty_send(s2, sid, pid, "stty size\n")
+    text, end = pty_read(s2, sid, pid, "43 132", end)
+    assert "43 132" in text, text
+    s2.remove(sid)
+    s2.stop()
+
+
+def test_a_watcher_survives_a_sigkill_and_sees_what_comes_after(execbox, server_factory, tmp_path):
+    s1 = sf.start_server(execbox, str(tmp_path / "killed"), *SURVIVE, pool=0)
+    state = s1.state_dir
+    try:
+        sid = s1.create()["id"]
+        s1.sh(sid, "mkdir -p /home/user/w")
+        wid = expect(s1.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user/w"}), 201).json()["watcher_id"]
+        # An event stream's watch dies with its connection: init frees it
+        # when the next daemon attaches (else it keeps one of 32 slots).
+        stream = requests.get(f"{s1.url}/v1/sandboxes/{sid}/files/watch", params={"path": "/home/user"},
+                              headers={**s1.headers(), "Accept": "text/event-stream"}, stream=True, timeout=30)
+        expect(stream, 200)
+        s1.sh(sid, "echo 1 > /home/user/w/before")
+        deadline = time.monotonic() + 5
+        while "before" not in [e["name"] for e in
+                               expect(s1.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 200).json()["events"]]:
+            assert time.monotonic() < deadline, "the watcher did not work before the restart"
+            time.sleep(0.1)
+        # Written while no daemon runs: init leaves it in the kernel's queue.
+        start_bg(s1, sid, "sleep 1; echo 2 > /home/user/w/during")
+    finally:
+        kill_server(s1)
+        stream.close()
+    time.sleep(2)
+    s2 = server_factory(*SURVIVE, state_dir=state, pool=0)
+    got = expect(s2.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 200).json()
+    assert not got["ended"], got
+    s2.sh(sid, "echo 3 > /home/user/w/after")
+    names = [e["name"] for e in got["events"] if e["type"] == "create"]
+    deadline = time.monotonic() + 5
+    while "after" not in names:
+        assert time.monotonic() < deadline, f"no event after the restart: {names}"
+        time.sleep(0.1)
+        names += [e["name"] for e in expect(s2.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 200).json()["events"]
+                  if e["type"] == "create"]
+    assert names == ["during", "after"], names
+    # A new watcher gets a new id; all 31 more fit in init (the stream's watch was freed).
+    more = [expect(s2.post(f"/v1/sandboxes/{sid}/watchers", {"path": "/home/user"}), 201).json()["watcher_id"]
+            for _ in range(31)]
+    assert wid not in more and len(set(more)) == 31, (wid, more)
+    # Deleting it there stops it, and a next restart does not bring it back.
+    expect(s2.delete(f"/v1/sandboxes/{sid}/watchers/{wid}"), 204)
+    expect_error(s2.get(f"/v1/sandboxes/{sid}/watchers/{wid}/events"), 404, "watcher_not_found")
+    s2.remove(sid)
     s2.stop()
