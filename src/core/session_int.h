@@ -72,6 +72,8 @@ struct xb_session {
         int in_fd, out_fd, err_fd;
         struct xb_io in_io, out_io, err_io;
         struct xb_buf inbuf, line, errtail;
+        bool skip_line;                /* the rest of a big line the cell has no room for is dropped as read */
+        uint64_t skipped;              /* that line's bytes so far */
         uint64_t next_id;
         int exec_count;
         struct xb__cell *cell, *queue;

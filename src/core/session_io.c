@@ -304,7 +304,7 @@ on_out(struct xb_io *io, uint32_t events)
         for (int i = 0; i < 16 && ss->out_fd >= 0; i++) {
                 ssize_t n = read(ss->out_fd, buf, sizeof(buf));
                 size_t seen = ss->line.len;   /* no newline before this: scan only what is new */
-                char *start, *nl, *scan;
+                char *start, *nl, *scan, *from;
 
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return;
@@ -312,7 +312,20 @@ on_out(struct xb_io *io, uint32_t events)
                         close_io(&ss->out_io, &ss->out_fd);
                         return;   /* the exit report ends the session */
                 }
-                if (xb_buf_append(&ss->line, buf, (size_t)n) < 0) {
+                from = buf;
+                if (ss->skip_line) {
+                        char *end = memchr(buf, '\n', (size_t)n);
+
+                        ss->skipped += end ? (size_t)(end - buf) : (size_t)n;
+                        if (!end)
+                                continue;
+                        if (ss->cell)
+                                xb__cell_drop(ss->cell, ss->skipped);
+                        ss->skip_line = false;
+                        ss->skipped = 0;
+                        from = end + 1;
+                }
+                if (xb_buf_append(&ss->line, from, (size_t)(buf + n - from)) < 0) {
                         xb__session_died(ss, "the interpreter sent a line over 32 MiB");
                         return;
                 }
@@ -344,6 +357,13 @@ on_out(struct xb_io *io, uint32_t events)
                 }
                 memmove(ss->line.data, start, ss->line.len - (size_t)(start - ss->line.data));
                 ss->line.len -= (size_t)(start - ss->line.data);
+                /* An unfinished big line the cell has no room for is dropped as it
+                 * comes, not gathered: a flood costs the daemon a read and a scan. */
+                if (ss->line.len > BIG_LINE && ss->cell && xb__cell_full(ss->cell, ss->line.data, ss->line.len)) {
+                        ss->skip_line = true;
+                        ss->skipped = ss->line.len;
+                        ss->line.len = 0;
+                }
                 /* A huge line's buffer is not kept once it is handled. */
                 if (ss->line.cap > (1u << 20) && ss->line.len < (64u << 10)) {
                         struct xb_buf small = { .max = ss->line.max };
@@ -465,6 +485,8 @@ xb__session_spawn(struct xb_session *ss, struct xb_err *err)
         ss->started_ms = xb_now_ms();
         ss->death[0] = '\0';
         xb_buf_reset(&ss->line);
+        ss->skip_line = false;
+        ss->skipped = 0;
         xb_buf_reset(&ss->errtail);
         if (ss->preload && !strcmp(ss->mode, "python"))
                 xb__session_send(ss, json_pack("{s:s,s:i,s:[sss]}", "op", "preload", "id", 0, "modules", "numpy",
