@@ -13,7 +13,12 @@
  * nodes and setuid bits, and the layer is mounted nosuid and nodev as
  * every layer is. The image config's Env, WorkingDir, User and
  * Entrypoint + Cmd become the template's env, workdir, user (root unless
- * it names another) and start command; the request's own win. */
+ * it names another) and start command; the request's own win.
+ *
+ * A client that asked for events (Accept: text/event-stream) gets the
+ * import's output as it comes, as the `log` events of step 1 that a build
+ * sends (umoci reports each layer it applies), bounded by LOG_EVENTS_MAX;
+ * a failure quotes its end either way. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +42,7 @@
 #include "sandbox/sandbox.h"
 
 #define OCI_JSON_MAX (4u << 20)
+#define LOG_EVENTS_MAX ((uint64_t)1 << 20)
 
 struct oci {
         struct xb_core *core;
@@ -45,6 +51,7 @@ struct oci {
         json_t *spec;
         char dir[4200];       /* the unpacked layout */
         char layer[64];
+        uint64_t logged;      /* bytes sent as log events */
 };
 
 static void
@@ -243,6 +250,25 @@ imported(void *data, const char *layer, const struct xb_err *err)
         oci_free(o);
 }
 
+static void
+oci_output(void *data, const char *text, size_t n)
+{
+        struct oci *o = data;
+        static const char cut[] = "\n[execbox: the rest of the import's output is not streamed]\n";
+        json_t *ev;
+
+        if (!o->client || !xb_call_wants_events(o->client) || o->logged >= LOG_EVENTS_MAX)
+                return;
+        o->logged += n;
+        if (o->logged >= LOG_EVENTS_MAX) {
+                text = cut;
+                n = sizeof(cut) - 1;
+        }
+        ev = json_pack("{s:i,s:s,s:s%}", "step", 1, "stream", "stdout", "data", text, n);
+        xb_call_event(o->client, "log", ev);
+        json_decref(ev);
+}
+
 /* The archive's path: below an --allow-mount directory, a regular file. */
 static int
 open_archive(struct xb_core *s, const char *path, struct xb_err *err)
@@ -289,7 +315,8 @@ xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c)
                 "tag=$(umoci ls --layout . | head -n1); "
                 "if [ -z \"$tag\" ]; then echo 'the archive names no image (index.json has no ref.name)' >&2; "
                 "exit 4; fi; "
-                "exec umoci raw unpack --image \".:$tag\" \"$XB_ROOTFS\"";
+                "echo \"execbox: the archive holds image $tag; applying its layers\"; "
+                "exec umoci --log info raw unpack --image \".:$tag\" \"$XB_ROOTFS\"";
         struct xb_err err = { 0 };
         struct oci *o;
         _cleanup_close_ int fd = -EBADF;
@@ -317,10 +344,17 @@ xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c)
         }
         o->client = c;
         xb_call_on_cancel(c, oci_left, o);
+        if (xb_call_wants_events(c)) {
+                json_t *ev = json_pack("{s:i,s:i,s:s,s:s}", "step", 1, "steps", 1, "kind", "oci", "label",
+                                       "import the OCI archive");
+
+                xb_call_event(c, "step", ev);
+                json_decref(ev);
+        }
         {
                 char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)script, o->dir, NULL };
 
-                if (xb_rootfs_import(s, o->layer, argv, fd, imported, NULL, o, &err) < 0)
+                if (xb_rootfs_import(s, o->layer, argv, fd, imported, oci_output, o, &err) < 0)
                         oci_fail(o, XB_E_TEMPLATE_BUILD_FAILED, "importing the OCI archive failed: %s", err.msg);
         }
 }

@@ -348,6 +348,55 @@ def test_import_oci_archive_with_whiteout_and_config(oci_srv, tmp_path):
     _no_import_left(srv)
 
 
+@pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+def test_oci_import_streams_its_output(oci_srv, tmp_path):
+    """With Accept: text/event-stream an import sends a step event, then its
+    output (one line per layer umoci applies) as log events, then the
+    template; a failing one's log events come before its error."""
+    srv, images = oci_srv
+    layout, bundle = str(tmp_path / "layout"), str(tmp_path / "bundle")
+    _umoci("init", "--layout", layout)
+    _umoci("new", "--image", f"{layout}:v1")
+    for i in range(3):
+        _umoci("unpack", "--image", f"{layout}:v1", bundle)
+        if i == 0:
+            _mini_root(os.path.join(bundle, "rootfs"))
+        with open(os.path.join(bundle, f"rootfs/etc/layer-{i}"), "w") as f:
+            f.write(f"{i}\n")
+        _umoci("repack", "--image", f"{layout}:v1", bundle)
+        shutil.rmtree(bundle)
+    archive = _archive(layout, images, "img.tar")
+    r = srv.post("/v1/templates", {"name": "xb-oci-s", "oci": archive}, timeout=300,
+                 headers={"Accept": "text/event-stream"}, stream=True)
+    expect(r, 200)
+    evs = sse_events(r)
+    names = [n for n, _ in evs]
+    assert names[0] == "step" and evs[0][1]["kind"] == "oci" and names[-1] == "result", names
+    logs = [d for n, d in evs if n == "log"]
+    assert logs and all(d["step"] == 1 for d in logs), names
+    text = "".join(d["data"] for d in logs)
+    assert "holds image v1" in text and text.count("unpack layer: sha256:") == 3, text
+    assert evs[-1][1]["name"] == "xb-oci-s" and evs[-1][1]["rootfs"] is True, evs[-1]
+    sid = srv.create(template="xb-oci-s")["id"]
+    assert ok(srv, sid, "cat /etc/layer-0 /etc/layer-1 /etc/layer-2").split() == ["0", "1", "2"]
+    srv.remove(sid)
+    drop(srv, "xb-oci-s")
+    # A layout whose index names no image: the script's own message, streamed, then the error.
+    os.unlink(os.path.join(layout, "index.json"))
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": []}, f)
+    bad = _archive(layout, images, "bad.tar")
+    r = srv.post("/v1/templates", {"name": "xb-oci-bad", "oci": bad}, timeout=300,
+                 headers={"Accept": "text/event-stream"}, stream=True)
+    expect(r, 200)
+    evs = sse_events(r)
+    names = [n for n, _ in evs]
+    assert names[-1] == "error" and evs[-1][1]["code"] == "template_build_failed", evs[-1]
+    assert "names no image" in "".join(d["data"] for n, d in evs if n == "log"), evs
+    assert "names no image" in evs[-1][1]["message"], evs[-1]
+    _no_import_left(srv)
+
+
 def _evil_layout(root, host_target, mini, hardlink=False):
     """An OCI layout by hand whose one layer tries ../, an absolute path, a
     symlink out of the root, a hard link to a host file, a device node and a
