@@ -113,3 +113,20 @@ xb_buf_free(struct xb_buf *b)
         b->data = NULL;
         b->len = b->cap = 0;
 }
+
+void
+xb_tail_add(char *tail, size_t *ntail, size_t max, const char *d, size_t n)
+{
+        if (n >= max) {
+                memcpy(tail, d + n - max, max);
+                *ntail = max;
+        } else {
+                if (*ntail + n > max) {
+                        memmove(tail, tail + (*ntail + n - max), max - n);
+                        *ntail = max - n;
+                }
+                memcpy(tail + *ntail, d, n);
+                *ntail += n;
+        }
+        tail[*ntail] = 0;
+}

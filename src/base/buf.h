@@ -24,3 +24,7 @@ char *xb_buf_reserve(struct xb_buf *b, size_t n);
 char *xb_buf_steal(struct xb_buf *b);
 void xb_buf_reset(struct xb_buf *b);
 void xb_buf_free(struct xb_buf *b);
+
+/* The last max bytes of all the n-byte pieces added: tail has room for
+ * max + 1 and stays NUL-terminated (an error quotes it). */
+void xb_tail_add(char *tail, size_t *ntail, size_t max, const char *d, size_t n);

@@ -104,6 +104,15 @@ xb_op_body(json_t *args, const char *const *path)
         return b;
 }
 
+bool
+xb_op_apt_name_ok(const char *p)
+{
+        size_t n = strlen(p);
+
+        return n > 0 && n <= 128 && ((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= '0' && p[0] <= '9')) &&
+               strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.:=~") == n;
+}
+
 /* A name such as df or results.mean. */
 bool
 xb_op_identifier(const char *s)

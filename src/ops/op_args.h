@@ -30,6 +30,9 @@ json_t *xb_op_body(json_t *args, const char *const *path);
 struct xb_netpol;
 /* A `network` value (net/policy.h's grammar); err's ecode XB_E_INVALID_NETWORK. */
 int xb_op_network_parse(json_t *v, struct xb_netpol **ret, struct xb_err *err);
+/* An apt package name, with an optional =version or :arch (Debian's
+ * grammar, lower case; nothing apt-get would read as an option). */
+bool xb_op_apt_name_ok(const char *p);
 /* A variable name such as df or results.mean (letters, digits, _ and .). */
 bool xb_op_identifier(const char *s);
 struct xb_limits;

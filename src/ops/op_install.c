@@ -32,11 +32,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "core/core.h"
 #include "core/instcache.h"
 #include "ops/jsonv.h"
+#include "ops/op_args.h"
 #include "ops/ops.h"
 #include "ops/subcall.h"
 #include "proc/env.h"
@@ -114,17 +116,7 @@ output(void *owner, const char *stream, const char *d, size_t n)
 {
         struct inst *in = owner;
 
-        if (n > TAIL_MAX) {
-                d += n - TAIL_MAX;
-                n = TAIL_MAX;
-        }
-        if (in->ntail + n > TAIL_MAX) {
-                memmove(in->tail, in->tail + (in->ntail + n - TAIL_MAX), TAIL_MAX - n);
-                in->ntail = TAIL_MAX - n;
-        }
-        memcpy(in->tail + in->ntail, d, n);
-        in->ntail += n;
-        in->tail[in->ntail] = 0;
+        xb_tail_add(in->tail, &in->ntail, TAIL_MAX, d, n);
         if (in->client && xb_call_wants_events(in->client)) {
                 json_t *ev = json_pack("{s:s,s:s%}", "stream", stream, "data", d, n);
 
@@ -396,15 +388,6 @@ build(struct inst *in, struct xb_sbx *x)
 
 /* ---- the request ---- */
 
-static bool
-pkg_name_ok(const char *p)
-{
-        size_t n = strlen(p);
-
-        return n > 0 && n <= 128 && ((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= '0' && p[0] <= '9')) &&
-               strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.:=~") == n;
-}
-
 static int
 cmp_str(const void *a, const void *b)
 {
@@ -425,7 +408,7 @@ parse_pkgs(json_t *apt, char ***ret, struct xb_err *err)
         json_array_foreach(apt, i, e) {
                 const char *p = json_string_value(e);
 
-                if (!p || !pkg_name_ok(p)) {
+                if (!p || !xb_op_apt_name_ok(p)) {
                         xb_strv_free(v);
                         return xb_err_msg(err, EINVAL,
                                           "`apt[%zu]` is not a Debian package name (lower-case letters, digits, "

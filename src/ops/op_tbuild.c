@@ -18,11 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "core/core.h"
 #include "core/rootfs.h"
 #include "core/templates.h"
 #include "ops/jsonv.h"
+#include "ops/op_args.h"
 #include "ops/op_tbuild_int.h"
 #include "ops/op_tmpl.h"
 #include "ops/ops.h"
@@ -123,18 +125,7 @@ xb_op_build_forget(struct xb_core *s, const char *name, int tenant, struct xb_er
 void
 xb_tb_log(struct build *b, const char *stream, const char *d, size_t n)
 {
-        if (n >= TAIL_MAX) {
-                memcpy(b->tail, d + n - TAIL_MAX, TAIL_MAX);
-                b->ntail = TAIL_MAX;
-        } else {
-                if (b->ntail + n > TAIL_MAX) {
-                        memmove(b->tail, b->tail + (b->ntail + n - TAIL_MAX), TAIL_MAX - n);
-                        b->ntail = TAIL_MAX - n;
-                }
-                memcpy(b->tail + b->ntail, d, n);
-                b->ntail += n;
-        }
-        b->tail[b->ntail] = 0;
+        xb_tail_add(b->tail, &b->ntail, TAIL_MAX, d, n);
         if (b->client && xb_call_wants_events(b->client)) {
                 json_t *ev = json_pack("{s:I,s:s,s:s%}", "step", (json_int_t)b->cur + 1, "stream", stream, "data", d, n);
 
@@ -393,15 +384,6 @@ xb_tb_create_sandbox(struct build *b)
 
 /* ---- the request ---- */
 
-static bool
-pkg_name_ok(const char *p)
-{
-        size_t n = strlen(p);
-
-        return n > 0 && n <= 128 && ((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= '0' && p[0] <= '9')) &&
-               strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789+-.:=~") == n;
-}
-
 static int
 add_step(struct build *b, enum step_kind k, const char *arg, const char *content)
 {
@@ -437,7 +419,7 @@ parse_steps(struct build *b, json_t *spec, struct xb_err *err)
                         const char *p = json_string_value(v);
                         char *n;
 
-                        if (!p || !pkg_name_ok(p))
+                        if (!p || !xb_op_apt_name_ok(p))
                                 return xb_err_msg(err, EINVAL,
                                                   "`apt[%zu]` is not a Debian package name "
                                                   "(lower-case letters, digits, + - . and an optional =version)",

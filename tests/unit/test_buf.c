@@ -203,3 +203,21 @@ Test(buf, reset_keeps_the_allocation)
         xb_buf_reset(&b);    /* harmless on a freed buffer */
         cr_assert_null(b.data);
 }
+
+Test(buf, tail_keeps_the_last_bytes_of_every_piece)
+{
+        char tail[8 + 1];
+        size_t n = 0;
+
+        xb_tail_add(tail, &n, 8, "abc", 3);
+        cr_assert_str_eq(tail, "abc");
+        xb_tail_add(tail, &n, 8, "defgh", 5);
+        cr_assert_str_eq(tail, "abcdefgh");
+        xb_tail_add(tail, &n, 8, "ij", 2);   /* the oldest two go */
+        cr_assert_str_eq(tail, "cdefghij");
+        cr_assert_eq(n, 8);
+        xb_tail_add(tail, &n, 8, "0123456789", 10);   /* one piece over the whole tail */
+        cr_assert_str_eq(tail, "23456789");
+        xb_tail_add(tail, &n, 8, "", 0);
+        cr_assert_str_eq(tail, "23456789");
+}
