@@ -128,9 +128,9 @@ pending_json(const struct ask *a)
                 left = a->ref.expires_ms - now;
         snprintf(note, sizeof(note), "No human has answered yet. Tell the user that you asked for the secret %s "
                  "and why, and that they allow it with `execbox approvals allow %s` (the value on stdin) or POST "
-                 "/v1/approvals/%s within %llu s. Then call request_secret with the same name again: it waits on "
-                 "this request, or answers at once once it is granted.", a->name, a->ref.id, a->ref.id,
-                 (unsigned long long)(left / 1000));
+                 "/v1/approvals/%s before it expires (expires_in_s). Then call request_secret with the same name "
+                 "again: it waits on this request, or answers at once once it is granted.", a->name, a->ref.id,
+                 a->ref.id);
         return json_pack("{s:s,s:s,s:s,s:f,s:s}", "status", "pending", "name", a->name, "approval_id", a->ref.id,
                          "expires_in_s", (double)left / 1000.0, "note", note);
 }
