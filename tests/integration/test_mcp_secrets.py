@@ -253,3 +253,28 @@ def test_bad_requests_and_the_rest_route(srv, mcp):
     r = srv.get(f"/v1/secrets?sandbox_id={sid}")
     expect(r, 200)
     assert all("attached" in s for s in r.json()["secrets"]), r.text
+
+
+def test_a_cancelled_request_takes_its_approval_with_it(srv, mcp):
+    sid = sandbox(srv)
+    out = {}
+
+    def long_call():
+        out["r"] = mcp.post({"jsonrpc": "2.0", "id": "ask", "method": "tools/call",
+                             "params": {"name": "request_secret", "arguments": {
+                                 "sandbox_id": sid, "name": "CANCELLED_TOKEN", "hosts": None, "header": None,
+                                 "reason": "cancelled soon", "wait_s": 60}}}, timeout=60)
+
+    t = threading.Thread(target=long_call)
+    t.start()
+    [a] = pending(srv, "CANCELLED_TOKEN")
+    expect(mcp.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": "ask", "reason": "the user gave up"}}), 202)
+    t.join(15)
+    assert not t.is_alive() and "result" not in out["r"].text, out
+    end = time.monotonic() + 10
+    while any(x["id"] == a["id"] for x in srv.get("/v1/approvals").json()["approvals"]):
+        assert time.monotonic() < end, "the approval outlived its cancelled call"
+        time.sleep(0.05)
+    r = srv.request("POST", f"/v1/approvals/{a['id']}", json_body={"decision": "allow", "value": VALUE})
+    expect(r, 404)
