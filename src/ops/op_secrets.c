@@ -150,15 +150,22 @@ ask_answer(void *arg, bool allow, const char *why, const char *placeholder)
         free(a);
 }
 
+/* The waiting call answers pending; the approval waits on without it. */
 static void
-ask_waited(struct xb_timer *t)
+ask_detach(struct ask *a)
 {
-        struct ask *a = t->data;
         struct xb_call *c = a->call;
 
+        xb_timer_stop(&a->wait);
         a->call = NULL;
         xb_call_on_cancel(c, NULL, NULL);
         xb_call_done(c, pending_json(a));
+}
+
+static void
+ask_waited(struct xb_timer *t)
+{
+        ask_detach(t->data);
 }
 
 /* The client left: so did the request. */
@@ -265,10 +272,8 @@ op_request(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
         a = xb_core_approval_arg(s, x->id, name, ask_answer);
         if (a) {
                 /* Asked again while it waits: the newer call waits on it. */
-                if (a->call) {
-                        xb_timer_stop(&a->wait);
-                        ask_waited(&a->wait);
-                }
+                if (a->call)
+                        ask_detach(a);
                 ask_wait(a, c, wait_ms);
                 return;
         }

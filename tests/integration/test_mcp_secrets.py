@@ -278,3 +278,17 @@ def test_a_cancelled_request_takes_its_approval_with_it(srv, mcp):
         time.sleep(0.05)
     r = srv.request("POST", f"/v1/approvals/{a['id']}", json_body={"decision": "allow", "value": VALUE})
     expect(r, 404)
+
+
+def test_a_second_waiting_call_takes_over_the_first(srv, mcp):
+    sid = sandbox(srv)
+    first = Asking(mcp, sid, "TWICE_TOKEN", wait_s=60)
+    [a] = pending(srv, "TWICE_TOKEN")
+    second = Asking(mcp, sid, "TWICE_TOKEN", wait_s=60)
+    # The first answers pending at once, for the same approval.
+    got = first.join(20)["structuredContent"]
+    assert got["status"] == "pending" and got["approval_id"] == a["id"], got
+    assert [x["id"] for x in pending(srv, "TWICE_TOKEN")] == [a["id"]]
+    decide(srv, a["id"], decision="allow", value=VALUE)
+    done = second.join()["structuredContent"]
+    assert done["status"] == "granted" and done["approval_id"] == a["id"], done
