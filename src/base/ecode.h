@@ -36,6 +36,7 @@
         X(SECRET_NOT_FOUND, "secret_not_found")                       \
         X(TOO_MANY_SECRETS, "too_many_secrets")                       \
         X(APPROVAL_NOT_FOUND, "approval_not_found")                   \
+        X(NOT_APPROVED, "not_approved")   /* a human denied it, or none answered in time */ \
         /* templates and layers */                                    \
         X(TEMPLATE_NOT_FOUND, "template_not_found")                   \
         X(TEMPLATE_EXISTS, "template_exists")                         \

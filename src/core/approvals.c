@@ -102,11 +102,10 @@ on_timeout(struct xb_timer *t)
         finish(a, false, why, NULL);
 }
 
-static int
-hook_ask(void *ctx, const char *sandbox_id, const struct xb_net_ask *q, xb_net_answer_fn *answer, void *arg,
-         uint64_t *id, char *why, size_t whylen)
+int
+xb_core_approval_ask(struct xb_core *s, const char *sandbox_id, const struct xb_net_ask *q, xb_net_answer_fn *answer,
+                     void *arg, struct xb_approval_ref *ref, char *why, size_t whylen)
 {
-        struct xb_core *s = ctx;
         struct xb_approvals *as = approvals(s);
         struct xb_approval *a;
         struct xb_sbx *x = NULL;
@@ -159,22 +158,51 @@ hook_ask(void *ctx, const char *sandbox_id, const struct xb_net_ask *q, xb_net_a
         xb_timer_start(s->loop, &a->timer, tmo, on_timeout, a);
         xb_info("sandbox %s waits for a human: %s %s", a->sbx, a->kind == XB_ASK_SECRET ? "secret" : "egress to",
                 a->name);
-        *id = a->handle;
+        ref->handle = a->handle;
+        snprintf(ref->id, sizeof(ref->id), "%s", a->id);
+        ref->expires_ms = a->expires_ms;
         return 0;
+}
+
+void
+xb_core_approval_cancel(struct xb_core *s, uint64_t handle)
+{
+        if (!s->approvals)
+                return;
+        for (struct xb_approval *a = s->approvals->list; a; a = a->next)
+                if (a->handle == handle) {
+                        unlink_free(s, a);
+                        return;
+                }
+}
+
+void *
+xb_core_approval_arg(struct xb_core *s, const char *sandbox_id, const char *name, xb_net_answer_fn *answer)
+{
+        for (struct xb_approval *a = s->approvals ? s->approvals->list : NULL; a; a = a->next)
+                if (a->kind == XB_ASK_SECRET && a->answer == answer && !strcmp(a->sbx, sandbox_id) &&
+                    !strcmp(a->name, name))
+                        return a->arg;
+        return NULL;
+}
+
+/* net/'s hooks: code inside asks through its proxy. */
+static int
+hook_ask(void *ctx, const char *sandbox_id, const struct xb_net_ask *q, xb_net_answer_fn *answer, void *arg,
+         uint64_t *id, char *why, size_t whylen)
+{
+        struct xb_approval_ref ref;
+        int r = xb_core_approval_ask(ctx, sandbox_id, q, answer, arg, &ref, why, whylen);
+
+        if (r == 0)
+                *id = ref.handle;
+        return r;
 }
 
 static void
 hook_cancel(void *ctx, uint64_t id)
 {
-        struct xb_core *s = ctx;
-
-        if (!s->approvals)
-                return;
-        for (struct xb_approval *a = s->approvals->list; a; a = a->next)
-                if (a->handle == id) {
-                        unlink_free(s, a);
-                        return;
-                }
+        xb_core_approval_cancel(ctx, id);
 }
 
 void

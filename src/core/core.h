@@ -431,6 +431,24 @@ json_t *xb_core_approvals_json(struct xb_core *s, int tenant);
 /* body {"decision", "remember", "value", "hosts", "header"}; *ret the reply. */
 int xb_core_approval_decide(struct xb_core *s, int tenant, const char *id, json_t *body, json_t **ret,
                             struct xb_err *err);
+/* A pending approval: its handle (to cancel it), its id (what a human
+ * decides) and when it times out (Unix ms). */
+struct xb_approval_ref {
+        uint64_t handle;
+        char id[XB_SANDBOX_ID_LEN + 1];
+        uint64_t expires_ms;
+};
+/* Ask a human on sandbox_id's behalf: what code inside asks through its
+ * proxy (net/ask.c), and request_secret (ops/op_secrets.c). 0 and *ref:
+ * answer(arg, ...) comes exactly once later (a decision, the timeout, the
+ * server stopping) unless cancelled; else -errno with why filled. */
+int xb_core_approval_ask(struct xb_core *s, const char *sandbox_id, const struct xb_net_ask *q,
+                         xb_net_answer_fn *answer, void *arg, struct xb_approval_ref *ref, char *why, size_t whylen);
+/* Forget a pending approval unanswered (its requester left). */
+void xb_core_approval_cancel(struct xb_core *s, uint64_t handle);
+/* The arg of the pending secret approval for sandbox_id and name made with
+ * answer, or NULL: a second request for it waits on the first. */
+void *xb_core_approval_arg(struct xb_core *s, const char *sandbox_id, const char *name, xb_net_answer_fn *answer);
 /* pending, asked, allowed, denied, timed out: counts only. */
 void xb_core_approvals_counts(const struct xb_core *s, uint64_t c[5]);
 /* names: a JSON array of secret names, or NULL. check: only see that each

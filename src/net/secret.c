@@ -230,6 +230,18 @@ xb__net_secrets_free(struct xb_net *n)
 }
 
 bool
+xb_net_holds_secret(const struct xb_net *n, const struct xb_secret *s, char *ph)
+{
+        for (size_t i = n->nsecrets; i-- > 0;)
+                if (n->secrets[i].s == s && !s->revoked) {
+                        if (ph)
+                                memcpy(ph, n->secrets[i].ph, sizeof(n->secrets[i].ph));
+                        return true;
+                }
+        return false;
+}
+
+bool
 xb_net_secret_host(const struct xb_net *n, const char *host)
 {
         for (size_t i = 0; i < n->nsecrets; i++)

@@ -50,6 +50,9 @@ struct xb_net;
 /* Attach s to a sandbox's egress; ph gets its placeholder (NUL ended, of
  * XB_SECRET_PLACEHOLDER_LEN). -E2BIG past XB_NET_SECRETS_MAX. */
 int xb_net_add_secret(struct xb_net *n, struct xb_secret *s, char ph[XB_SECRET_PLACEHOLDER_LEN + 1]);
+/* Whether n holds s (not revoked); ph, unless NULL, gets the placeholder
+ * of its latest attachment, the one in the sandbox's env var. */
+bool xb_net_holds_secret(const struct xb_net *n, const struct xb_secret *s, char *ph);
 /* Whether some secret of n is for host (its https must be terminated). */
 bool xb_net_secret_host(const struct xb_net *n, const char *host);
 /* Placeholders swapped and headers added in one request head to host

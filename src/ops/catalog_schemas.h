@@ -84,6 +84,16 @@
 #define J_RESULT "{\"type\": \"object\", \"properties\": {" J_RESULT_PROPS "}, \"required\": [" J_RESULT_REQUIRED "]}"
 
 /* src/core/sbx.c: xb_sbx_json. */
+/* A secret as GET /v1/secrets lists it (net/secret.c: xb_secret_json),
+ * never its value; attached only when a sandbox was named. */
+#define J_SECRET                                                                                                 \
+        "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"description\": \"Also the "   \
+        "env var that holds its placeholder.\"}, \"hosts\": {\"type\": \"array\", \"items\": {\"type\": "         \
+        "\"string\"}, \"description\": \"Where the proxy sends its value.\"}, \"header\": {\"type\": \"string\", " \
+        "\"description\": \"The header it fills in, with {value} unfilled.\"}, \"created_ms\": {\"type\": "       \
+        "\"integer\"}, \"attached\": {\"type\": \"boolean\", \"description\": \"The sandbox named holds it: "     \
+        "its new processes have $NAME.\"}}, \"required\": [\"name\", \"hosts\"]}"
+
 #define J_SANDBOX                                                                                                \
         "{\"type\": \"object\", \"properties\": {"                                                              \
         "\"id\": {\"type\": \"string\", \"description\": \"Pass it as sandbox_id, or in paths as {id}.\"}, "     \

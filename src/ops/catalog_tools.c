@@ -515,6 +515,62 @@ struct xb_tool xb_catalog_tools[] = {
         .rest = { "POST", "/v1/sandboxes/{id}/ports", XB_REPLY_JSON, 200, { SANDBOX_PATH } },
 },
 {
+        .name = "request_secret",
+        .op = "request_secret",
+        .title = "Ask the user for a secret",
+        .description = "Ask a human for a secret (an API token, a password) by name, for the sandbox to use "
+                "without anyone showing it to you: the same request as `curl \"$EXECBOX_API/secrets/NAME?...\"` "
+                "from inside. Say to the user first which secret you need, for which hosts and why. It waits up "
+                "to wait_s for them to approve it (`execbox approvals allow ID`, or POST /v1/approvals/{id}; "
+                "only a human can, never a tool); granted, new processes have a placeholder in $NAME, which the "
+                "proxy swaps for the value only on the way to the secret's hosts. status pending: nobody answered "
+                "yet; tell the user the approval_id and call again with the same name later. Never ask the user "
+                "to paste the value into the chat.",
+        .input_json = OBJ(
+                J_ARG_SANDBOX_ID ", "
+                "\"name\": {\"type\": \"string\", \"description\": \"The secret's name, also its env var: "
+                "letters, digits and _, e.g. GITHUB_TOKEN.\"}, "
+                "\"hosts\": {\"type\": [\"array\", \"null\"], \"maxItems\": 32, \"items\": {\"type\": \"string\"}, "
+                "\"description\": \"Where it is to be sent: names or *.wildcards, e.g. [\\\"api.github.com\\\"]. "
+                "The human may change them. null: the human chooses.\"}, "
+                "\"header\": {\"type\": [\"string\", \"null\"], \"description\": \"The header that carries it, "
+                "with {value} where it goes, e.g. \\\"Authorization: Bearer {value}\\\". null: only $NAME "
+                "placeholders are swapped.\"}, "
+                "\"reason\": {\"type\": [\"string\", \"null\"], \"description\": \"Why you need it, in a "
+                "sentence: the human reads it.\"}, "
+                "\"wait_s\": {\"type\": [\"number\", \"null\"], \"minimum\": 0, \"maximum\": 600, "
+                "\"description\": \"How long to wait for the human before answering pending. null: 30.\"}",
+                "\"sandbox_id\", \"name\", \"hosts\", \"header\", \"reason\", \"wait_s\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {"
+                "\"status\": {\"type\": \"string\", \"enum\": [\"granted\", \"pending\"], \"description\": "
+                "\"granted: the sandbox holds it; pending: it still waits for a human.\"}, "
+                "\"name\": {\"type\": \"string\"}, "
+                "\"env\": {\"type\": \"string\", \"description\": \"granted: the env var of new processes.\"}, "
+                "\"placeholder\": {\"type\": \"string\", \"description\": \"granted: what $NAME holds; never the "
+                "value.\"}, "
+                "\"approval_id\": {\"type\": \"string\", \"description\": \"The request the human decides.\"}, "
+                "\"expires_in_s\": {\"type\": \"number\", \"description\": \"pending: seconds it still waits.\"}, "
+                "\"note\": {\"type\": \"string\", \"description\": \"What to do next.\"}}, "
+                "\"required\": [\"status\", \"name\"]}",
+        .read_only = false, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "POST", "/v1/sandboxes/{id}/secrets/{name}/request", XB_REPLY_JSON, 200,
+                  { SANDBOX_PATH, { "name", XB_ARG_PATH, NULL, NULL, 0 } } },
+},
+{
+        .name = "list_secrets",
+        .op = "list_secrets",
+        .title = "List your secrets",
+        .description = "List the secrets a human stored for you: their names, the hosts each is sent to and the "
+                "header that carries it, never their values; attached says whether the sandbox holds it (its new "
+                "processes have a placeholder in $NAME). Ask for one you lack with request_secret.",
+        .input_json = OBJ(J_ARG_SANDBOX_ID, "\"sandbox_id\""),
+        .output_json = "{\"type\": \"object\", \"properties\": {\"secrets\": {\"type\": \"array\", \"items\": "
+                J_SECRET "}}, \"required\": [\"secrets\"]}",
+        .read_only = true, .destructive = false, .idempotent = true, .open_world = false,
+        .rest = { "GET", "/v1/secrets", XB_REPLY_JSON, 200,
+                  { { "sandbox_id", XB_ARG_QUERY, NULL, "$sandbox", 0 } } },
+},
+{
         .name = "get_guide",
         .title = "Read the usage guide",
         .description = "Read the guide to this sandbox: what is installed, the limits, and how to use these tools "

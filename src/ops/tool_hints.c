@@ -51,6 +51,10 @@ static const char *const hints[XB_E__COUNT] = {
         [XB_E_NETWORK_FORBIDDEN] = "the server's operator does not allow that much network (sandbox_network shows "
                                    "the ceiling): ask the user, who can ask the operator",
         [XB_E_NETWORK_UNAVAILABLE] = "this server has no egress: tell the user the sandbox cannot reach the network",
+        [XB_E_NOT_APPROVED] = "only a human can approve it, never a tool: tell the user which secret you need, for "
+                              "which hosts and why, and that they allow it with `execbox approvals allow ID` (the "
+                              "value on stdin); then call request_secret again",
+        [XB_E_SECRET_NOT_FOUND] = "list_secrets shows your secrets; ask the user for one with request_secret",
 
         [XB_E_WATCHER_NOT_FOUND] = "create a watcher first; an ended one is gone once its last events were read",
         [XB_E_TOO_MANY_WATCHES] = "stop a directory watch first, then retry",

@@ -23,9 +23,6 @@
 #define TIMEOUT_BODY(desc) JSON_BODY_OPT(OBJ_CLOSED("\"timeout_s\": {\"type\": [\"number\", \"null\"], "        \
                                                     "\"minimum\": 0, \"description\": \"" desc "\"}", ""))
 
-#define J_SECRET OBJ_OPEN("\"name\": {\"type\": \"string\"}, \"hosts\": {\"type\": \"array\", \"items\": " \
-        "{\"type\": \"string\"}}, \"header\": {\"type\": \"string\"}, \"created_ms\": {\"type\": \"integer\"}", \
-        "\"name\", \"hosts\"")
 #define J_WATCH_EVENT "{\"type\": \"object\", \"properties\": {\"type\": {\"type\": \"string\", \"enum\": [\"create\", \"write\", " \
         "\"remove\", \"rename\", \"chmod\", \"overflow\"]}, \"name\": {\"type\": \"string\", \"description\": " \
         "\"Relative to the watched directory.\"}}, \"required\": [\"type\", \"name\"]}"
@@ -228,10 +225,9 @@ const struct xb_op_def xb_op_defs[] = {
                             "Authorization: Bearer {value}. null: only placeholders are swapped.\"}",
                             "\"name\", \"value\", \"hosts\"")),
           .reply = JSON_REPLY("The secret, without its value.", J_SECRET) },
-        { .method = "GET", .path = "/v1/secrets", .id = "secret_list", .tag = "secrets",
-          .summary = "List your secrets (names, hosts, headers; never values).",
-          .reply = JSON_REPLY("The secrets.", OBJ_OPEN("\"secrets\": {\"type\": \"array\", \"items\": "
-                              J_SECRET "}", "\"secrets\"")) },
+        { .tool = "list_secrets", .tag = "secrets",
+          .summary = "List your secrets (names, hosts, headers; never values)." },
+        { .tool = "request_secret", .tag = "secrets", .errors = "403 503" },
         { .method = "DELETE", .path = "/v1/secrets/{name}", .id = "secret_delete", .tag = "secrets",
           .summary = "Delete a secret; sandboxes that hold it send the placeholder from now on.",
           .reply = "{\"description\": \"Deleted.\"}" },

@@ -62,6 +62,8 @@ static const struct xb_rest_status table[XB_E__COUNT] = {
         [XB_E_TOO_MANY_SECRETS] = { 429, "delete a secret first (DELETE /v1/secrets/{name})" },
         [XB_E_APPROVAL_NOT_FOUND] = { 404, "list what waits with GET /v1/approvals; a decided or timed-out "
                                       "approval is gone" },
+        [XB_E_NOT_APPROVED] = { 403, "a human must approve it: GET /v1/approvals lists what waits, POST "
+                                "/v1/approvals/{id} (or `execbox approvals allow ID`) allows it" },
 
         [XB_E_PROCESS_NOT_FOUND] = { 404, "list processes with GET /v1/sandboxes/{id}/processes" },
         [XB_E_WATCHER_NOT_FOUND] = { 404, "create a watcher with POST /v1/sandboxes/{id}/watchers; an ended one "

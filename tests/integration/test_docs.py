@@ -53,6 +53,8 @@ TOOLS = {
     "process_input": {"pid"},
     "process_kill": {"pid"},
     "sandbox_ports": set(),
+    "request_secret": {"name"},
+    "list_secrets": set(),
     "get_guide": set(),
 }
 

@@ -88,6 +88,8 @@ class McpRec:
                 self.norm.learn_pid(sc["pid"])
             if isinstance(sc.get("session_id"), str):
                 self.norm.learn(sc["session_id"], "<SESSION>")
+            if isinstance(sc.get("approval_id"), str):
+                self.norm.learn(sc["approval_id"], "<APPROVAL>")
 
 
 @pytest.fixture
@@ -221,6 +223,18 @@ def test_golden_mcp_tools(mcp, tmp_path):
     m.call("sandbox_ports", "share_without_port", {"action": "share"}, "error")
     m.call("sandbox_ports", "bad_action", {"action": "open"}, "error")
     m.call("sandbox_ports", "unknown_sandbox", {"sandbox_id": NO_SANDBOX}, "error")
+
+    # secrets: asked for (nobody answers within wait_s: pending), listed
+    res = m.call("request_secret", "pending", {"name": "GOLDEN_TOKEN", "hosts": ["api.example.com"],
+                                               "header": "Authorization: Bearer {value}", "reason": "the golden test",
+                                               "wait_s": 0}, "ok", volatile={"expires_in_s"})
+    approval = res.get("structuredContent", {}).get("approval_id")
+    m.call("list_secrets", "ok", {}, "ok")
+    expect(mcp.srv.post(f"/v1/approvals/{approval}", {"decision": "deny"}), 200)   # the human says no
+    m.call("request_secret", "bad_name", {"name": "1-bad", "wait_s": 0}, "error")
+    m.call("request_secret", "missing_name", {}, "error")
+    m.call("request_secret", "unknown_sandbox", {"name": "X", "sandbox_id": NO_SANDBOX}, "error")
+    m.call("list_secrets", "unknown_sandbox", {"sandbox_id": NO_SANDBOX}, "error")
 
     # sandboxes
     res = m.call("sandbox_create", "ok", {"timeout_s": 120, "limits": {"memory": 256 << 20, "cpus": 0.5,

@@ -135,7 +135,7 @@ def mcp(server):
 def test_initialize_lists_the_tools(mcp):
     tools = mcp.request("tools/list")["result"]["tools"]
     names = [t["name"] for t in tools]
-    assert len(names) == 22 and "template_build" in names and "sandbox_network" in names and "sandbox_fork" in names and "sandbox_pause" in names, names
+    assert len(names) == 24 and "request_secret" in names and "list_secrets" in names and "template_build" in names and "sandbox_network" in names and "sandbox_fork" in names and "sandbox_pause" in names, names
     assert all(re.fullmatch(r"[A-Za-z0-9_./-]{1,64}", n) for n in names)
     assert mcp.request("ping")["result"] == {}
     assert mcp.request("logging/setLevel", {"level": "debug"})["result"] == {}

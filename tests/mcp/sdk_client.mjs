@@ -51,8 +51,12 @@ for (const n of ['run_command', 'run_code', 'read_file', 'write_file', 'edit_fil
 }
 // (With --conformance-fixtures the suite's test tools are listed too.)
 const ours = tools.filter((t) => !t.name.startsWith('test_') && t.name !== 'json_schema_2020_12_tool');
-check(ours.length === 22 && ours.every((t) => t.outputSchema && t.inputSchema && t.annotations && t.title),
-      'each of the 22 tools has a title, schemas and annotations');
+check(ours.length === 24 && ours.every((t) => t.outputSchema && t.inputSchema && t.annotations && t.title),
+      'each of the 24 tools has a title, schemas and annotations');
+// The model asks for secrets; only a human approves or gives a value.
+check(names.includes('request_secret') &&
+      ours.every((t) => !['decision', 'value', 'remember'].some((k) => k in (t.inputSchema.properties || {}))),
+      'request_secret is listed, and no tool takes a decision or a value');
 
 // A plot: the image block must hold a PNG (signature, then an IHDR chunk
 // with a sane size).

@@ -151,6 +151,8 @@ static const struct {
         { "process_input", "pid" },
         { "process_kill", "pid" },
         { "sandbox_ports", "" },
+        { "request_secret", "name" },
+        { "list_secrets", "" },
         { "get_guide", "" },
 };
 
@@ -398,7 +400,7 @@ Test(catalog, tools_name_operations)
                 "sandbox_create", "sandbox_network", "sandbox_list", "sandbox_delete", "run_command", "process_start",
                 "process_read", "process_input", "process_kill", "read_file", "write_file", "list_files", "run_code",
                 "sandbox_ports", "sandbox_snapshot", "template_build", "sandbox_fork", "sandbox_pause", "sandbox_resume",
-                "install", NULL,
+                "install", "request_secret", "list_secrets", NULL,
         };
 
         for (size_t i = 0; i < xb_catalog_count(); i++) {
@@ -413,6 +415,34 @@ Test(catalog, tools_name_operations)
                 /* A tool's operation is the REST operation its route documents. */
                 cr_assert(!t->op || !strcmp(t->op, t->name), "%s: operationId %s", t->name, t->op);
         }
+}
+
+/* The model is the tools' caller: none may decide an approval or set a
+ * secret's value. Those are for humans, with a token (REST) or the CLI. */
+Test(catalog, no_tool_approves_or_sets_a_secret)
+{
+        static const char *const human_only[] = { "approval_decide", "approval_list", "secret_create",
+                                                  "secret_delete", NULL };
+        size_t seen = 0;
+
+        for (size_t i = 0; i < xb_catalog_count(); i++) {
+                const struct xb_tool *t = xb_catalog_tool(i);
+                json_t *props = json_object_get(t->input, "properties");
+
+                cr_assert(json_is_object(props), "%s", t->name);
+                cr_assert_null(json_object_get(props, "decision"), "%s takes a decision", t->name);
+                cr_assert_null(json_object_get(props, "value"), "%s takes a value", t->name);
+                cr_assert_null(json_object_get(props, "remember"), "%s takes remember", t->name);
+                for (size_t k = 0; t->op && human_only[k]; k++)
+                        cr_assert(strcmp(t->op, human_only[k]), "%s runs %s", t->name, t->op);
+                cr_assert(!t->rest.path || strncmp(t->rest.path, "/v1/approvals", 13), "%s: %s", t->name,
+                          t->rest.path);
+                cr_assert(!t->rest.path || strcmp(t->rest.path, "/v1/secrets") || !strcmp(t->rest.method, "GET"),
+                          "%s: %s %s", t->name, t->rest.method, t->rest.path);
+                seen += !strcmp(t->name, "request_secret") || !strcmp(t->name, "list_secrets");
+        }
+        /* The check sees the secret tools it is about. */
+        cr_assert_eq(seen, 2);
 }
 
 /* ---- the OpenAPI document against the router ---- */
