@@ -36,6 +36,8 @@ static const char guide_head[] =
 "  value in, only on the way to that secret's hosts. To ask the user for a secret you lack, run\n"
 "  `curl \"$EXECBOX_API/secrets/NAME?hosts=api.example.com&reason=why\"`: it waits until a human grants\n"
 "  it (then prints its placeholder, and new processes get `$NAME`) or refuses. Never ask for the value.\n"
+"  A sandbox listing `secrets_waiting` (after a server restart) sends those placeholders unswapped until\n"
+"  the user posts the secret again: tell them which, rather than retrying.\n"
 "- `/home/user` is your workspace and `$HOME`; commands start there. `/tmp` is scratch space in memory.\n"
 "  Each holds a limited number of bytes (below).\n"
 "- You run as `user` (uid 1000). The whole filesystem is your sandbox's own: as root (`\"user\": \"root\"` on\n"
