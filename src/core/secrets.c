@@ -114,7 +114,7 @@ xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struct xb
                 return xb_err_code(err, XB_E_SECRET_NOT_FOUND, ENOENT, NULL, "no secret `%.64s`", name);
         /* Sandboxes that hold it send the placeholder from now on, and
          * wait for a secret of that name again. */
-        rebind_all(s, tenant, name, NULL);
+        rebind_all(s, s->secrets[i]->tenant, s->secrets[i]->name, NULL);
         s->secrets[i]->revoked = true;
         xb_secret_unref(s->secrets[i]);
         memmove(&s->secrets[i], &s->secrets[i + 1], (s->nsecrets - (size_t)i - 1) * sizeof(*s->secrets));
