@@ -50,9 +50,10 @@ def run(srv, sid, cmd, user=None, timeout=60):
     return srv.exec(sid, timeout=timeout + 30, **body)
 
 
-def put_secret(srv, name="GH_TOKEN", hosts=("a.test",), header="Authorization: Bearer {value}", value=VALUE):
+def put_secret(srv, name="GH_TOKEN", hosts=("a.test",), header="Authorization: Bearer {value}", value=VALUE,
+               token="default"):
     r = srv.request("POST", "/v1/secrets", json_body={"name": name, "value": value, "hosts": list(hosts),
-                                                       "header": header})
+                                                       "header": header}, token=token)
     expect(r, 201)
     assert VALUE not in r.text
     return r.json()
@@ -171,7 +172,8 @@ def test_bindings_survive_a_restart_and_wait_for_the_value(execbox, net, tmp_pat
     requests carry the placeholder until the tenant posts the secret again;
     then the same placeholder is swapped again."""
     args = ("--adopt-grace", "60s", "--dns-server", fakenet.DNS_ADDR, "--upstream-ca", net.ca)
-    s1 = start_server(execbox, str(tmp_path), *args, no_auth=True, pool=0)
+    tokens = ["secrets-restart-a-0123456789abcdef", "secrets-restart-b-0123456789abcdef"]
+    s1 = start_server(execbox, str(tmp_path), *args, tokens=tokens, pool=0)
     state = s1.state_dir
     try:
         put_secret(s1, name="KEPT")
@@ -182,7 +184,9 @@ def test_bindings_survive_a_restart_and_wait_for_the_value(execbox, net, tmp_pat
     finally:
         os.kill(s1.pid, signal.SIGKILL)
         s1.proc.wait(10)
-    s2 = start_server(execbox, str(tmp_path), *args, no_auth=True, pool=0, state_dir=state)
+    # --stop-sandboxes: its stop ends the sandbox even if an assert failed
+    # first (else it would wait out the grace for a next server).
+    s2 = start_server(execbox, str(tmp_path), *args, "--stop-sandboxes", tokens=tokens, pool=0, state_dir=state)
     try:
         # The record holds the placeholder (the positive control of the
         # grep), and nothing in the state dir holds the value.
@@ -196,6 +200,11 @@ def test_bindings_survive_a_restart_and_wait_for_the_value(execbox, net, tmp_pat
         # Meanwhile its requests carry the placeholder, and no header.
         out = run(s2, sid, 'curl -sS -m 10 -H "X-Key: $KEPT" http://a.test/headers')["stdout"]
         assert f"X-Key: {ph}" in out and VALUE not in out and "Bearer" not in out, out
+        # Another tenant's secret of that name binds nothing of this one's.
+        put_secret(s2, name="KEPT", token=tokens[1])
+        assert expect(s2.get(f"/v1/sandboxes/{sid}"), 200).json()["secrets_waiting"] == ["KEPT"]
+        out = run(s2, sid, "curl -sS -m 10 http://a.test/headers")["stdout"]
+        assert VALUE not in out and "Bearer" not in out, out
         put_secret(s2, name="KEPT")
         assert "secrets_waiting" not in expect(s2.get(f"/v1/sandboxes/{sid}"), 200).json()
         assert "secret KEPT bound again" in s2.stderr()
