@@ -411,6 +411,7 @@ adopt_one(struct xb_core *s, const char *id, struct xb_err *err)
                 } else
                         xb_warn("sandbox %s: its egress sockets did not come back; it has no network", x->id);
         }
+        xb_sbx_secrets_restore(x, json_object_get(rec, "secrets"));
         while (nnet)
                 close(net[--nnet]);
         if (xb__sbx_register(x) < 0) {

@@ -456,6 +456,14 @@ void xb_core_approvals_counts(const struct xb_core *s, uint64_t c[5]);
 int xb_sbx_secrets(struct xb_core *s, struct xb_sbx *x, int tenant, json_t *names, struct xb_err *err);
 /* Attach one secret to x now (the placeholder into x->env); ph gets it. */
 int xb_sbx_add_secret(struct xb_sbx *x, struct xb_secret *sec, char *ph, size_t phlen, struct xb_err *err);
+/* The names of x's bindings with no secret now (new), or NULL: none. */
+json_t *xb_sbx_secrets_waiting(const struct xb_sbx *x);
+/* x's bindings for its record, [{"name", "placeholder"}] (never a value;
+ * new), or NULL: none. */
+json_t *xb_sbx_secrets_record(const struct xb_sbx *x);
+/* A re-adopted x's bindings from its record: each bound to its tenant's
+ * secret of that name if there is one, else waiting. Logs what waits. */
+void xb_sbx_secrets_restore(struct xb_sbx *x, json_t *bindings);
 
 /* ---- egress (network.c) ---- */
 /* Set x's policy (takes a reference): XB_E_NETWORK_FORBIDDEN above the

@@ -295,7 +295,7 @@ xb_record_save(struct xb_sbx *x)
         struct xb_core *s = x->core;
         char name[XB_SANDBOX_ID_LEN + 8];
         _cleanup_free_ char *text = NULL;
-        json_t *j;
+        json_t *j, *v;
         int r;
 
         if (!s->records_on || x->pooled)
@@ -317,6 +317,10 @@ xb_record_save(struct xb_sbx *x)
                                                          (int)x->sb->pid, "env", env, "pause_auto", x->pause_auto));
                 if (x->net)
                         json_object_set_new(j, "network", xb_netpol_json(xb_net_policy(x->net)));
+                /* Names and placeholders, never values: the tenant posts
+                 * those again (secrets.c). */
+                if (x->net && (v = xb_sbx_secrets_record(x)))
+                        json_object_set_new(j, "secrets", v);
                 if (x->cwd)
                         json_object_set_new(j, "cwd", json_string(x->cwd));
                 json_object_set_new(j, "sessions", xb_session_record_json(x));

@@ -573,6 +573,7 @@ xb_sbx_json(const struct xb_sbx *x)
         static const char *const states[] = { "starting", "running", "stopping", "stopped" };
         const char *why;
         uint64_t in = xb_sbx_expires_in(x, &why);
+        json_t *w;
         json_t *lim = json_pack("{s:I,s:I,s:f,s:I}", "memory", (json_int_t)x->limits.memory, "pids",
                                 (json_int_t)x->limits.pids, "cpus", x->limits.cpus_milli / 1000.0, "disk",
                                 (json_int_t)x->limits.disk);
@@ -590,5 +591,7 @@ xb_sbx_json(const struct xb_sbx *x)
                 json_object_set_new(j, "user", json_string("root"));
         if (j && x->tmpl)
                 json_object_set_new(j, "template", json_string(x->tmpl->name));
+        if (j && (w = xb_sbx_secrets_waiting(x)))
+                json_object_set_new(j, "secrets_waiting", w);
         return j;
 }

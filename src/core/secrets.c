@@ -2,13 +2,17 @@
  * why): put, find, delete, list, and attached to a sandbox at creation or
  * when a human grants one it asked for (approvals.c). Attaching gives the
  * sandbox a placeholder in an env var named after the secret; the value
- * stays here and in the egress path. */
+ * stays here and in the egress path. A put or a delete rebinds every
+ * sandbox of the tenant bound to that name: a rotation applies in place,
+ * a delete leaves the placeholder unswapped, and a put after a restart
+ * (whose bindings came back from the records, adopt.c) resumes them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "core/core.h"
 
 static size_t
@@ -30,6 +34,38 @@ find(const struct xb_core *s, int tenant, const char *name)
         return -1;
 }
 
+struct rebind {
+        int tenant;
+        const char *name;
+        struct xb_secret *sec;   /* NULL: deleted */
+};
+
+static void
+rebind_one(struct xb_sbx *x, void *data)
+{
+        const struct rebind *rb = data;
+        bool waited;
+
+        if (x->tenant != rb->tenant || !x->net || !xb_net_rebind_secret(x->net, rb->name, rb->sec, &waited))
+                return;
+        /* Names only: a value is never logged. */
+        if (!rb->sec)
+                xb_info("sandbox %s: secret %s deleted; its placeholder is sent as it is", x->id, rb->name);
+        else if (waited)
+                xb_info("sandbox %s: secret %s bound again (its placeholder unchanged)", x->id, rb->name);
+        else
+                xb_info("sandbox %s: secret %s rotated", x->id, rb->name);
+}
+
+/* Every sandbox of tenant bound to name now uses sec (NULL: none). */
+static void
+rebind_all(struct xb_core *s, int tenant, const char *name, struct xb_secret *sec)
+{
+        struct rebind rb = { tenant, name, sec };
+
+        xb_sbx_foreach(s, rebind_one, &rb);
+}
+
 int
 xb_core_secret_put(struct xb_core *s, struct xb_secret *sec, struct xb_err *err)
 {
@@ -37,9 +73,11 @@ xb_core_secret_put(struct xb_core *s, struct xb_secret *sec, struct xb_err *err)
         struct xb_secret **v;
 
         if (i >= 0) {
+                /* A rotation: the holders' next requests get the new one. */
                 s->secrets[i]->revoked = true;
                 xb_secret_unref(s->secrets[i]);
                 s->secrets[i] = sec;
+                rebind_all(s, sec->tenant, sec->name, sec);
                 return 0;
         }
         if (tenant_count(s, sec->tenant) >= XB_SECRETS_PER_TENANT || s->nsecrets >= XB_SECRETS_TOTAL) {
@@ -54,6 +92,8 @@ xb_core_secret_put(struct xb_core *s, struct xb_secret *sec, struct xb_err *err)
         }
         s->secrets = v;
         s->secrets[s->nsecrets++] = sec;
+        /* Sandboxes waiting for it (after a restart or a delete). */
+        rebind_all(s, sec->tenant, sec->name, sec);
         return 0;
 }
 
@@ -72,7 +112,9 @@ xb_core_secret_delete(struct xb_core *s, int tenant, const char *name, struct xb
 
         if (i < 0)
                 return xb_err_code(err, XB_E_SECRET_NOT_FOUND, ENOENT, NULL, "no secret `%.64s`", name);
-        /* Sandboxes that hold it send the placeholder from now on. */
+        /* Sandboxes that hold it send the placeholder from now on, and
+         * wait for a secret of that name again. */
+        rebind_all(s, s->secrets[i]->tenant, s->secrets[i]->name, NULL);
         s->secrets[i]->revoked = true;
         xb_secret_unref(s->secrets[i]);
         memmove(&s->secrets[i], &s->secrets[i + 1], (s->nsecrets - (size_t)i - 1) * sizeof(*s->secrets));
@@ -140,7 +182,64 @@ xb_sbx_add_secret(struct xb_sbx *x, struct xb_secret *sec, char *ph, size_t phle
         }
         if (ph)
                 snprintf(ph, phlen, "%s", p);
+        /* The binding and the env, for the next daemon (a grant). */
+        if (x->armed)
+                xb_record_save(x);
         return 0;
+}
+
+json_t *
+xb_sbx_secrets_waiting(const struct xb_sbx *x)
+{
+        json_t *a = NULL;
+        const char *name;
+        bool waiting;
+
+        for (size_t i = 0; x->net && (name = xb_net_secret_binding(x->net, i, NULL, &waiting)); i++)
+                if (waiting && (a || (a = json_array())))
+                        json_array_append_new(a, json_string(name));
+        return a;
+}
+
+json_t *
+xb_sbx_secrets_record(const struct xb_sbx *x)
+{
+        json_t *a = NULL;
+        const char *name, *ph;
+
+        for (size_t i = 0; x->net && (name = xb_net_secret_binding(x->net, i, &ph, NULL)); i++)
+                if (a || (a = json_array()))
+                        json_array_append_new(a, json_pack("{s:s,s:s}", "name", name, "placeholder", ph));
+        return a;
+}
+
+void
+xb_sbx_secrets_restore(struct xb_sbx *x, json_t *bindings)
+{
+        size_t i;
+        json_t *b;
+
+        if (!json_is_array(bindings))
+                return;
+        if (!x->net) {
+                xb_warn("sandbox %s: it has no network now, so its %zu secrets are not bound", x->id,
+                        json_array_size(bindings));
+                return;
+        }
+        json_array_foreach(bindings, i, b) {
+                const char *name = json_string_value(json_object_get(b, "name"));
+                const char *ph = json_string_value(json_object_get(b, "placeholder"));
+                struct xb_secret *sec;
+
+                if (!name || !ph || xb_net_restore_secret(x->net, name, ph) < 0) {
+                        xb_warn("sandbox %s: a secret binding of its record is torn; dropped", x->id);
+                        continue;
+                }
+                if ((sec = xb_core_secret_find(x->core, x->tenant, name)))
+                        xb_net_rebind_secret(x->net, name, sec, NULL);
+                else
+                        xb_info("sandbox %s: secret %s waits for its value (POST /v1/secrets again)", x->id, name);
+        }
 }
 
 int

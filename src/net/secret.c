@@ -4,6 +4,7 @@
  * policy decided on, never the Host the client wrote. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,8 +14,12 @@
 #include "net/proxy_int.h"
 #include "net/secret.h"
 
+/* A binding: the sandbox's placeholder for the tenant's secret of that
+ * name. s is NULL while the daemon has no value for it (a restarted one
+ * before the tenant posts it again, or after a delete): nothing is swapped. */
 struct xb_netsecret {
         struct xb_secret *s;
+        char name[XB_SECRET_NAME_MAX + 1];
         char ph[XB_SECRET_PLACEHOLDER_LEN + 1];
 };
 
@@ -193,12 +198,33 @@ xb_secret_for_host(const struct xb_secret *s, const char *host)
         return !s->revoked && xb_netrules_name(s->hosts, s->nhosts, host) != NULL;
 }
 
-int
-xb_net_add_secret(struct xb_net *n, struct xb_secret *s, char ph[XB_SECRET_PLACEHOLDER_LEN + 1])
+static struct xb_netsecret *
+binding(struct xb_net *n, const char *name)
+{
+        for (size_t i = 0; i < n->nsecrets; i++)
+                if (!strcmp(n->secrets[i].name, name))
+                        return &n->secrets[i];
+        return NULL;
+}
+
+static bool
+placeholder_ok(const char *ph)
+{
+        size_t pre = strlen("execbox-secret-");
+
+        if (strlen(ph) != XB_SECRET_PLACEHOLDER_LEN || strncmp(ph, "execbox-secret-", pre))
+                return false;
+        for (size_t i = pre; i < XB_SECRET_PLACEHOLDER_LEN; i++)
+                if (ph[i] < 'a' || ph[i] > 'z')
+                        return false;
+        return true;
+}
+
+/* A new binding of name to s (NULL: waiting) with placeholder ph. */
+static int
+bind_new(struct xb_net *n, const char *name, struct xb_secret *s, const char *ph)
 {
         struct xb_netsecret *ns;
-        unsigned char rnd[XB_SECRET_PLACEHOLDER_LEN];
-        size_t pre = strlen("execbox-secret-");
 
         if (n->nsecrets >= XB_NET_SECRETS_MAX)
                 return -E2BIG;
@@ -206,17 +232,74 @@ xb_net_add_secret(struct xb_net *n, struct xb_secret *s, char ph[XB_SECRET_PLACE
         if (!ns)
                 return -ENOMEM;
         n->secrets = ns;
-        ns = &n->secrets[n->nsecrets];
+        ns = &n->secrets[n->nsecrets++];
+        snprintf(ns->name, sizeof(ns->name), "%s", name);
+        memcpy(ns->ph, ph, sizeof(ns->ph));
+        ns->s = xb_secret_ref(s);
+        return 0;
+}
+
+int
+xb_net_add_secret(struct xb_net *n, struct xb_secret *s, char ph[XB_SECRET_PLACEHOLDER_LEN + 1])
+{
+        struct xb_netsecret *ns = binding(n, s->name);
+        unsigned char rnd[XB_SECRET_PLACEHOLDER_LEN];
+        size_t pre = strlen("execbox-secret-");
+        int r;
+
+        /* Bound already (a grant after create): the same placeholder, so
+         * what the sandbox holds stays valid. */
+        if (ns) {
+                xb_net_rebind_secret(n, s->name, s, NULL);
+                memcpy(ph, ns->ph, XB_SECRET_PLACEHOLDER_LEN + 1);
+                return 0;
+        }
         if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
                 return -EIO;
-        memcpy(ns->ph, "execbox-secret-", pre);
+        memcpy(ph, "execbox-secret-", pre);
         for (size_t i = pre; i < XB_SECRET_PLACEHOLDER_LEN; i++)
-                ns->ph[i] = (char)('a' + rnd[i] % 26);
-        ns->ph[XB_SECRET_PLACEHOLDER_LEN] = '\0';
+                ph[i] = (char)('a' + rnd[i] % 26);
+        ph[XB_SECRET_PLACEHOLDER_LEN] = '\0';
+        r = bind_new(n, s->name, s, ph);
+        if (r < 0)
+                explicit_bzero(ph, XB_SECRET_PLACEHOLDER_LEN + 1);
+        return r;
+}
+
+int
+xb_net_restore_secret(struct xb_net *n, const char *name, const char *ph)
+{
+        if (!xb_secret_name_ok(name) || !placeholder_ok(ph))
+                return -EINVAL;
+        if (binding(n, name))
+                return -EEXIST;
+        return bind_new(n, name, NULL, ph);
+}
+
+int
+xb_net_rebind_secret(struct xb_net *n, const char *name, struct xb_secret *s, bool *was_waiting)
+{
+        struct xb_netsecret *ns = binding(n, name);
+
+        if (was_waiting)
+                *was_waiting = ns && !ns->s;
+        if (!ns || ns->s == s)
+                return 0;
+        xb_secret_unref(ns->s);
         ns->s = xb_secret_ref(s);
-        n->nsecrets++;
-        memcpy(ph, ns->ph, sizeof(ns->ph));
-        return 0;
+        return 1;
+}
+
+const char *
+xb_net_secret_binding(const struct xb_net *n, size_t i, const char **ph, bool *waiting)
+{
+        if (i >= n->nsecrets)
+                return NULL;
+        if (ph)
+                *ph = n->secrets[i].ph;
+        if (waiting)
+                *waiting = !n->secrets[i].s;
+        return n->secrets[i].name;
 }
 
 void
@@ -245,7 +328,7 @@ bool
 xb_net_secret_host(const struct xb_net *n, const char *host)
 {
         for (size_t i = 0; i < n->nsecrets; i++)
-                if (xb_secret_for_host(n->secrets[i].s, host))
+                if (n->secrets[i].s && xb_secret_for_host(n->secrets[i].s, host))
                         return true;
         return false;
 }
@@ -295,7 +378,7 @@ xb_net_inject_head(struct xb_net *n, const char *host, const char *head, size_t 
 
         *out = NULL;
         for (i = 0; i < n->nsecrets; i++)
-                if (xb_secret_for_host(n->secrets[i].s, host))
+                if (n->secrets[i].s && xb_secret_for_host(n->secrets[i].s, host))
                         on[non++] = &n->secrets[i];
         if (!non)
                 return 0;

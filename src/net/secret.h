@@ -6,8 +6,10 @@
  * plain http:// heads as it forwards them, https by terminating TLS for
  * those hosts alone (tls.h). The value lives in the daemon's memory only:
  * never written to disk, logged, counted or answered; wiped when the last
- * reference goes. Secrets are immutable and reference counted: deleting
- * one revokes it for the sandboxes that still hold it. */
+ * reference goes. Secrets are immutable and reference counted. A
+ * sandbox's binding is by name: a placeholder the sandbox keeps for life,
+ * bound to whichever secret of that name its tenant has now (core/secrets.c
+ * rebinds on a rotation, a delete and a restart). */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -48,11 +50,23 @@ bool xb_secret_for_host(const struct xb_secret *s, const char *host);
 
 struct xb_net;
 /* Attach s to a sandbox's egress; ph gets its placeholder (NUL ended, of
- * XB_SECRET_PLACEHOLDER_LEN). -E2BIG past XB_NET_SECRETS_MAX. */
+ * XB_SECRET_PLACEHOLDER_LEN): a new random one, or the one a binding of
+ * that name has already. -E2BIG past XB_NET_SECRETS_MAX. */
 int xb_net_add_secret(struct xb_net *n, struct xb_secret *s, char ph[XB_SECRET_PLACEHOLDER_LEN + 1]);
 /* Whether n holds s (not revoked); ph, unless NULL, gets the placeholder
  * of its latest attachment, the one in the sandbox's env var. */
 bool xb_net_holds_secret(const struct xb_net *n, const struct xb_secret *s, char *ph);
+/* A binding of a re-adopted sandbox from its record, with no value yet
+ * (waiting): -EINVAL for a bad name or placeholder, -EEXIST, -E2BIG. */
+int xb_net_restore_secret(struct xb_net *n, const char *name, const char *ph);
+/* Bind n's binding called name to s (a reference is taken; NULL: waiting,
+ * so its placeholder goes out as it is). Returns 1 if it changed, 0 if n
+ * has no such binding or it is bound to s already; *was_waiting (may be
+ * NULL) says whether it had no secret before. */
+int xb_net_rebind_secret(struct xb_net *n, const char *name, struct xb_secret *s, bool *was_waiting);
+/* The i-th binding's name (NULL past the last); *ph its placeholder, and
+ * *waiting whether it has no secret now. Either may be NULL. */
+const char *xb_net_secret_binding(const struct xb_net *n, size_t i, const char **ph, bool *waiting);
 /* Whether some secret of n is for host (its https must be terminated). */
 bool xb_net_secret_host(const struct xb_net *n, const char *host);
 /* Placeholders swapped and headers added in one request head to host

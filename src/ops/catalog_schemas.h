@@ -122,7 +122,11 @@
         "whatever it does.\"}, "                                                                                \
         "\"processes\": {\"type\": \"integer\", \"description\": \"Processes the server tracks in it.\"}, "     \
         "\"user\": {\"type\": \"string\", \"description\": \"root when commands run as root by default.\"}, " \
-        "\"template\": {\"type\": \"string\", \"description\": \"The template it started from, if not base.\"}}, " \
+        "\"template\": {\"type\": \"string\", \"description\": \"The template it started from, if not base.\"}, " \
+        "\"secrets_waiting\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": "    \
+        "\"Secrets it holds a placeholder for whose value this server does not have (after a restart, "    \
+        "or a delete): its requests carry the placeholder until its owner posts that name again (POST "       \
+        "/v1/secrets). Absent when none.\"}}, "                                                               \
         "\"required\": [\"id\", \"state\", \"limits\", \"metadata\", \"created_at_ms\", \"expires_in_ms\", "   \
         "\"expires_because\", \"active\", \"timeout_s\", \"auto_pause\", \"paused_ttl_s\", \"max_lifetime_s\", "  \
         "\"processes\"]}"

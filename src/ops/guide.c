@@ -41,6 +41,8 @@ static const char guide_head[] =
 "  `$NAME`. `status: pending` means nobody has answered yet: give the user its `approval_id` and call\n"
 "  again later; a refusal is an error. Approvals are for humans: only a human can approve, no tool can,\n"
 "  and you never see the value. Never ask the user to paste it into the chat.\n"
+"  A sandbox listing `secrets_waiting` (after a server restart) sends those placeholders unswapped until\n"
+"  the user posts the secret again: tell them which, rather than retrying.\n"
 "- `/home/user` is your workspace and `$HOME`; commands start there. `/tmp` is scratch space in memory.\n"
 "  Each holds a limited number of bytes (below).\n"
 "- You run as `user` (uid 1000). The whole filesystem is your sandbox's own: as root (`\"user\": \"root\"` on\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 
 import pytest
@@ -18,6 +19,7 @@ import fakenet
 from server_fixture import expect, finish_server, start_server  # noqa: F401
 
 VALUE = "xbTOPSECRETvalue7f3a91c2d4"
+VALUE2 = "xbROTATEDvalue0b8e55d17c"
 
 
 @pytest.fixture(autouse=True)
@@ -48,9 +50,10 @@ def run(srv, sid, cmd, user=None, timeout=60):
     return srv.exec(sid, timeout=timeout + 30, **body)
 
 
-def put_secret(srv, name="GH_TOKEN", hosts=("a.test",), header="Authorization: Bearer {value}", value=VALUE):
+def put_secret(srv, name="GH_TOKEN", hosts=("a.test",), header="Authorization: Bearer {value}", value=VALUE,
+               token="default"):
     r = srv.request("POST", "/v1/secrets", json_body={"name": name, "value": value, "hosts": list(hosts),
-                                                       "header": header})
+                                                       "header": header}, token=token)
     expect(r, 201)
     assert VALUE not in r.text
     return r.json()
@@ -114,10 +117,109 @@ def test_bad_secrets_are_refused_without_echoing_the_value(srv, net):
 def test_deleted_secret_is_no_longer_sent(srv, net):
     put_secret(srv, name="GONE")
     sid = sandbox(srv, ("GONE",))
+    ph = run(srv, sid, "echo $GONE")["stdout"].strip()
     assert VALUE in run(srv, sid, "curl -sS -m 10 http://a.test/headers")["stdout"]
+    assert "secrets_waiting" not in expect(srv.get(f"/v1/sandboxes/{sid}"), 200).json()
     expect(srv.request("DELETE", "/v1/secrets/GONE"), 204)
+    out = run(srv, sid, 'curl -sS -m 10 -H "X-Key: $GONE" http://a.test/headers')["stdout"]
+    assert VALUE not in out and "Bearer" not in out and f"X-Key: {ph}" in out, out
+    # The binding waits for a secret of that name, as after a restart...
+    assert expect(srv.get(f"/v1/sandboxes/{sid}"), 200).json()["secrets_waiting"] == ["GONE"]
+    # ...and one posted again is used, with the placeholder it had.
+    put_secret(srv, name="GONE")
+    assert "secrets_waiting" not in expect(srv.get(f"/v1/sandboxes/{sid}"), 200).json()
+    out = run(srv, sid, 'curl -sS -m 10 -H "X-Key: $GONE" http://a.test/headers')["stdout"]
+    assert f"Authorization: Bearer {VALUE}" in out and f"X-Key: {VALUE}" in out, out
+    assert run(srv, sid, "echo $GONE")["stdout"].strip() == ph
+    expect(srv.request("DELETE", "/v1/secrets/GONE"), 204)
+
+
+def test_rotation_applies_to_sandboxes_holding_it(srv, net):
+    """A POST of an existing name replaces the value, hosts and header for
+    the sandboxes that hold it, from their next request; their env stays."""
+    put_secret(srv, name="ROT")
+    sid = sandbox(srv, ("ROT",))
+    ph = run(srv, sid, "echo $ROT")["stdout"].strip()
     out = run(srv, sid, "curl -sS -m 10 http://a.test/headers")["stdout"]
+    assert f"Authorization: Bearer {VALUE}" in out and VALUE2 not in out, out
+    r = srv.request("POST", "/v1/secrets", json_body={"name": "ROT", "value": VALUE2, "hosts": ["a.test", "b.test"],
+                                                       "header": "X-Api-Key: {value}"})
+    expect(r, 201)
+    assert VALUE2 not in r.text
+    out = run(srv, sid, 'curl -sS -m 10 -H "X-Key: $ROT" http://a.test/headers')["stdout"]
+    assert f"X-Api-Key: {VALUE2}" in out and f"X-Key: {VALUE2}" in out, out
     assert VALUE not in out and "Bearer" not in out, out
+    # The new hosts apply too.
+    out = run(srv, sid, "curl -sS -m 10 http://b.test/headers")["stdout"]
+    assert f"X-Api-Key: {VALUE2}" in out, out
+    assert run(srv, sid, "echo $ROT")["stdout"].strip() == ph
+    assert "secret ROT rotated" in srv.stderr()
+    assert VALUE2 not in srv.stderr()
+    expect(srv.request("DELETE", "/v1/secrets/ROT"), 204)
+
+
+def grep_tree(root: str, needle: str) -> list[str]:
+    """Files under root that hold needle. Binary files too, in grep's binary
+    mode: it skips sparse holes (the 32 GB store image) and splits lines at
+    NULs (--binary-files=text would buffer the image as one line)."""
+    r = subprocess.run(["grep", "-rlsF", "-e", needle, root], capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def test_bindings_survive_a_restart_and_wait_for_the_value(execbox, net, tmp_path):
+    """A re-adopted sandbox keeps its binding (name and placeholder, in its
+    record) but the value died with the daemon: it waits, visibly, and its
+    requests carry the placeholder until the tenant posts the secret again;
+    then the same placeholder is swapped again."""
+    args = ("--adopt-grace", "60s", "--dns-server", fakenet.DNS_ADDR, "--upstream-ca", net.ca)
+    tokens = ["secrets-restart-a-0123456789abcdef", "secrets-restart-b-0123456789abcdef"]
+    s1 = start_server(execbox, str(tmp_path), *args, tokens=tokens, pool=0)
+    state = s1.state_dir
+    try:
+        put_secret(s1, name="KEPT")
+        sid = sandbox(s1, ("KEPT",))
+        ph = run(s1, sid, "echo $KEPT")["stdout"].strip()
+        assert ph.startswith("execbox-secret-"), ph
+        assert f"Bearer {VALUE}" in run(s1, sid, "curl -sS -m 10 http://a.test/headers")["stdout"]
+    finally:
+        os.kill(s1.pid, signal.SIGKILL)
+        s1.proc.wait(10)
+    # --stop-sandboxes: its stop ends the sandbox even if an assert failed
+    # first (else it would wait out the grace for a next server).
+    s2 = start_server(execbox, str(tmp_path), *args, "--stop-sandboxes", tokens=tokens, pool=0, state_dir=state)
+    try:
+        # The record holds the placeholder (the positive control of the
+        # grep), and nothing in the state dir holds the value.
+        rec = os.path.join(state, "sandboxes", f"{sid}.json")
+        assert rec in grep_tree(state, ph), grep_tree(state, ph)
+        assert json.load(open(rec))["secrets"] == [{"name": "KEPT", "placeholder": ph}]
+        assert grep_tree(state, VALUE) == []
+        info = expect(s2.get(f"/v1/sandboxes/{sid}"), 200).json()
+        assert info["secrets_waiting"] == ["KEPT"], info
+        assert "secret KEPT waits for its value" in s2.stderr()
+        # Meanwhile its requests carry the placeholder, and no header.
+        out = run(s2, sid, 'curl -sS -m 10 -H "X-Key: $KEPT" http://a.test/headers')["stdout"]
+        assert f"X-Key: {ph}" in out and VALUE not in out and "Bearer" not in out, out
+        # Another tenant's secret of that name binds nothing of this one's.
+        put_secret(s2, name="KEPT", token=tokens[1])
+        assert expect(s2.get(f"/v1/sandboxes/{sid}"), 200).json()["secrets_waiting"] == ["KEPT"]
+        out = run(s2, sid, "curl -sS -m 10 http://a.test/headers")["stdout"]
+        assert VALUE not in out and "Bearer" not in out, out
+        put_secret(s2, name="KEPT")
+        assert "secrets_waiting" not in expect(s2.get(f"/v1/sandboxes/{sid}"), 200).json()
+        assert "secret KEPT bound again" in s2.stderr()
+        out = run(s2, sid, 'curl -sS -m 10 -H "X-Key: $KEPT" http://a.test/headers')["stdout"]
+        assert f"Authorization: Bearer {VALUE}" in out and f"X-Key: {VALUE}" in out, out
+        out = run(s2, sid, "curl -sS -m 10 https://a.test/headers")["stdout"]
+        assert f"Authorization: Bearer {VALUE}" in out, out
+        assert run(s2, sid, "echo $KEPT")["stdout"].strip() == ph
+        # Still never on disk, nor in either daemon's log.
+        assert grep_tree(state, VALUE) == []
+        assert VALUE not in s2.stderr() and VALUE not in s1.stderr()
+        s2.remove(sid)
+    finally:
+        problems = finish_server(s2)
+        assert not problems, "\n".join(problems)
 
 
 def test_value_is_nowhere_inside_or_in_the_api(srv, net, execbox):

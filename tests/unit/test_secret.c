@@ -4,6 +4,7 @@
  * same name replaced, placeholders anywhere in the head, revocation; and
  * the policy's ask list. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,60 @@ Test(secret, head_swap_for_its_hosts_only)
         xb_secret_unref(s);
         xb__net_secrets_free(n);
         free(n);
+}
+
+/* A binding is by name: rotated in place, waiting (no secret) sends the
+ * placeholder as it is, restored from a record with its own placeholder. */
+Test(secret, bindings_rotate_wait_and_restore)
+{
+        struct xb_net *n = calloc(1, sizeof(*n)), *m = calloc(1, sizeof(*m));
+        struct xb_secret *v1 = make("{\"name\": \"TOK\", \"value\": \"ONE111\", \"hosts\": [\"a.test\"]}");
+        struct xb_secret *v2 = make("{\"name\": \"TOK\", \"value\": \"TWO222\", \"hosts\": [\"a.test\"]}");
+        char ph[XB_SECRET_PLACEHOLDER_LEN + 1], again[XB_SECRET_PLACEHOLDER_LEN + 1], head[256], *o;
+        const char *name, *bph;
+        bool waited = false, waiting = false;
+
+        cr_assert(n && m && v1 && v2);
+        cr_assert_eq(xb_net_add_secret(n, v1, ph), 0);
+        snprintf(head, sizeof(head), "GET /?k=%s HTTP/1.1\r\nHost: a.test\r\n\r\n", ph);
+        o = inject(n, "a.test", head);
+        cr_expect(o && strstr(o, "k=ONE111"), "%s", o);
+        free(o);
+        /* Rotation: the same binding, the new value. */
+        cr_expect_eq(xb_net_rebind_secret(n, "TOK", v2, &waited), 1);
+        cr_expect(!waited);
+        o = inject(n, "a.test", head);
+        cr_expect(o && strstr(o, "k=TWO222"), "%s", o);
+        free(o);
+        /* Added again (a grant): the placeholder it had. */
+        cr_assert_eq(xb_net_add_secret(n, v2, again), 0);
+        cr_expect_str_eq(again, ph);
+        cr_expect_null(xb_net_secret_binding(n, 1, NULL, NULL));
+        /* Deleted: waiting, nothing swapped, and listed as waiting. */
+        cr_expect_eq(xb_net_rebind_secret(n, "TOK", NULL, NULL), 1);
+        cr_expect_null(inject(n, "a.test", head));
+        name = xb_net_secret_binding(n, 0, &bph, &waiting);
+        cr_expect(name && !strcmp(name, "TOK") && waiting && !strcmp(bph, ph));
+        cr_expect(!xb_net_secret_host(n, "a.test"));
+        /* Another name is not touched. */
+        cr_expect_eq(xb_net_rebind_secret(n, "OTHER", v1, NULL), 0);
+        /* Restored (a restarted daemon): waiting, then bound with the same placeholder. */
+        cr_expect_eq(xb_net_restore_secret(m, "TOK", "not-a-placeholder"), -EINVAL);
+        cr_expect_eq(xb_net_restore_secret(m, "1BAD", ph), -EINVAL);
+        cr_assert_eq(xb_net_restore_secret(m, "TOK", ph), 0);
+        cr_expect_eq(xb_net_restore_secret(m, "TOK", ph), -EEXIST);
+        cr_expect_null(inject(m, "a.test", head));
+        cr_expect_eq(xb_net_rebind_secret(m, "TOK", v1, &waited), 1);
+        cr_expect(waited);
+        o = inject(m, "a.test", head);
+        cr_expect(o && strstr(o, "k=ONE111"), "%s", o);
+        free(o);
+        xb_secret_unref(v1);
+        xb_secret_unref(v2);
+        xb__net_secrets_free(n);
+        xb__net_secrets_free(m);
+        free(n);
+        free(m);
 }
 
 Test(secret, policy_ask_list)
