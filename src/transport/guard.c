@@ -240,12 +240,13 @@ bool
 http_guard_content_type(struct xb_req *r, const char *method)
 {
         const char *ct = xb_req_header(r, "Content-Type");
-        bool sink = r->route->flags & XB_ROUTE_SINK;
+        bool sink = (r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered;
 
         /* A published port's body is its server's business: a page of its own
-         * origin may post a form to it (a foreign Origin was refused above). */
+         * origin may post a form to it (a foreign Origin was refused above).
+         * A large sink's handler checks the type it takes (http.h). */
         if ((strcmp(method, "POST") && strcmp(method, "PUT") && strcmp(method, "PATCH")) ||
-            (r->route->flags & (XB_ROUTE_MCP | XB_ROUTE_PROXY)))
+            (r->route->flags & (XB_ROUTE_MCP | XB_ROUTE_PROXY)) || (sink && (r->route->flags & XB_ROUTE_LARGE)))
                 return true;
         /* An upload's bytes are its own type, refused only as a form's on a
          * POST (a PUT always has a preflight). A body without a type is the
