@@ -298,10 +298,10 @@ build_op(const struct xb_op_def *d, const struct xb_tool *t, const char *path, u
         npath = json_array_size(params);
         if (t)
                 tool_request(op, params, t, d, failed);
-        if (d->raw_types)
-                add_raw_types(op, d->raw_types);
         else if (d->body)
                 json_object_set_new(op, "requestBody", parse(d->body, "body", id, failed));
+        if (d->raw_types)
+                add_raw_types(op, d->raw_types);
         if (d->params) {
                 json_t *extra = parse(d->params, "params", id, failed);
 
