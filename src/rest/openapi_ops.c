@@ -200,8 +200,7 @@ const struct xb_op_def xb_op_defs[] = {
         /* With Accept: text/event-stream the build log streams: step and log events, then result or error. */
         /* Or an image archive uploaded as the body, named in the query. */
         { .tool = "template_build", .tag = "templates", .errors = "404 409 413 415 422 507",
-          .summary = "Build a template from steps (apt, files, run), or import an OCI image archive; the log "
-                     "streams as SSE.",
+          .summary = "Build a template from steps, or import an OCI image archive; the log streams as SSE.",
           .raw_types = "application/x-tar application/vnd.oci.image.layout.v1+tar",
           .params = "[{\"name\": \"name\", \"in\": \"query\", \"required\": false, \"description\": \"With "
                     "an archive as the body (docker save's tar; no Content-Encoding): the template's name. Up to "
