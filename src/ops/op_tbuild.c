@@ -513,19 +513,19 @@ parse_start(json_t *spec, struct xb_err *err)
         return 0;
 }
 
-/* The checks every template_build takes, up to the layer store: 0, or -1
- * with err (its ecode set). fields: the ones allowed. */
+/* The checks every template_build takes, up to the layer store: 0 (and
+ * the step timeout in *step_ms), or -1 with err (its ecode set). fields:
+ * the ones allowed. */
 static int
-spec_check(struct xb_core *s, json_t *spec, const char *const *fields, struct xb_err *err)
+spec_check(struct xb_core *s, json_t *spec, const char *const *fields, uint64_t *step_ms, struct xb_err *err)
 {
         const char *name = NULL, *from = NULL, *wd = NULL, *user = NULL;
         char **env = NULL;
-        uint64_t step_ms = STEP_TIMEOUT_DEFAULT_S * 1000;
 
         if (xb_jsonv_fields(spec, fields, err) < 0 || xb_jsonv_str(spec, "name", 64, &name, err) < 0 ||
             xb_jsonv_str(spec, "from", 64, &from, err) < 0 || xb_jsonv_str(spec, "workdir", 4096, &wd, err) < 0 ||
             xb_jsonv_str(spec, "user", 16, &user, err) < 0 || xb_jsonv_env(spec, "env", &env, NULL, err) < 0 ||
-            xb_jsonv_seconds(spec, "timeout_s", 1, 86400, &step_ms, err) < 0 || parse_start(spec, err) < 0)
+            xb_jsonv_seconds(spec, "timeout_s", 1, 86400, step_ms, err) < 0 || parse_start(spec, err) < 0)
                 goto invalid;
         xb_strv_free(env);
         if (!name) {
@@ -582,13 +582,12 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
-        if (spec_check(s, spec, fields, &err) < 0) {
+        if (spec_check(s, spec, fields, &step_ms, &err) < 0) {
                 xb_call_fail(c, &err);
                 return;
         }
         name = json_string_value(json_object_get(spec, "name"));
         from = json_string_value(json_object_get(spec, "from"));
-        xb_jsonv_seconds(spec, "timeout_s", 1, 86400, &step_ms, &err);
         if ((r = xb_tb_debian_from(s, tenant, from, from_name, &rootfs_suite, c, &err)) < 0) {
                 if (r == -EINVAL)
                         goto invalid;
@@ -660,7 +659,9 @@ static const char *const upload_fields[] = { "name", "env", "workdir", "user", N
 int
 xb_op_template_upload_check(struct xb_core *s, int tenant, json_t *args, struct xb_err *err)
 {
-        if (spec_check(s, args, upload_fields, err) < 0)
+        uint64_t step_ms = 0;
+
+        if (spec_check(s, args, upload_fields, &step_ms, err) < 0)
                 return -1;
         return name_free(s, json_string_value(json_object_get(args, "name")), tenant, err) < 0 ? -1 : 0;
 }

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -74,22 +73,6 @@ tu_gate(void *arg, size_t n)
         if (ftruncate(u->fd, 0) < 0)
                 xb_warn("template upload: cannot truncate its file: %s", strerror(errno));
         return ENOSPC;
-}
-
-static bool
-image_type(const char *ct)
-{
-        static const char *const types[] = { "application/x-tar", "application/vnd.oci.image.layout.v1+tar" };
-
-        while (ct && (*ct == ' ' || *ct == '\t'))
-                ct++;
-        for (size_t i = 0; ct && i < ARRAY_SIZE(types); i++) {
-                size_t n = strlen(types[i]);
-
-                if (!strncasecmp(ct, types[i], n) && (!ct[n] || strchr("; \t", ct[n])))
-                        return true;
-        }
-        return false;
 }
 
 /* name, workdir and user from the query, as template_build's arguments. */
@@ -203,6 +186,7 @@ upload_end(struct xb_req *r, struct tupload *u)
 void
 xb_api_templates_post(struct xb_req *r)
 {
+        static const char *const image_types[] = { "application/x-tar", "application/vnd.oci.image.layout.v1+tar" };
         struct tupload *u = xb_req_data(r);
 
         if (xb_req_phase(r) == XB_PHASE_END) {
@@ -210,7 +194,7 @@ xb_api_templates_post(struct xb_req *r)
                         upload_end(r, u);
                 else
                         xb_rest_op_handler(r);
-        } else if (image_type(xb_req_header(r, "Content-Type")))
+        } else if (xb_req_content_type_in(r, image_types, ARRAY_SIZE(image_types)))
                 upload_begin(r);
         else
                 xb_req_buffer_body(r);   /* template_build's JSON; false: it was refused */

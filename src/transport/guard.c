@@ -183,6 +183,21 @@ http_guard_host(struct xb_req *r, const char *method)
         return true;
 }
 
+/* ct is one of types, its parameters aside (case-insensitive). */
+static bool
+media_in(const char *ct, const char *const *types, size_t ntypes)
+{
+        while (*ct == ' ' || *ct == '\t')
+                ct++;
+        for (size_t i = 0; i < ntypes; i++) {
+                size_t n = strlen(types[i]);
+
+                if (!strncasecmp(ct, types[i], n) && (!ct[n] || strchr("; \t", ct[n])))
+                        return true;
+        }
+        return false;
+}
+
 /* "application/json", "application/json; charset=utf-8", "application/x+json". */
 static bool
 is_json(const char *ct)
@@ -204,15 +219,15 @@ is_form_type(const char *ct)
 {
         static const char *const simple[] = { "text/plain", "application/x-www-form-urlencoded", "multipart/form-data" };
 
-        while (*ct == ' ')
-                ct++;
-        for (size_t i = 0; i < ARRAY_SIZE(simple); i++) {
-                size_t n = strlen(simple[i]);
+        return media_in(ct, simple, ARRAY_SIZE(simple));
+}
 
-                if (!strncasecmp(ct, simple[i], n) && (!ct[n] || strchr("; \t", ct[n])))
-                        return true;
-        }
-        return false;
+bool
+xb_req_content_type_in(const struct xb_req *r, const char *const *types, size_t n)
+{
+        const char *ct = xb_req_header(r, "Content-Type");
+
+        return ct && media_in(ct, types, n);
 }
 
 static bool

@@ -205,6 +205,8 @@ void xb_req_set_sink(struct xb_req *r, int fd);
  * XB_ROUTE_LARGE, a JSON route's checks come first (its Content-Length
  * against body_max, its Content-Type): false when one replied. */
 bool xb_req_buffer_body(struct xb_req *r);
+/* Whether the Content-Type is one of types (its parameters aside). */
+bool xb_req_content_type_in(const struct xb_req *r, const char *const *types, size_t n);
 /* XB_ROUTE_SINK: gate(arg, n) runs before each n body bytes go to the
  * sink; an errno from it is the sink's error (the rest is dropped). */
 void xb_req_set_sink_gate(struct xb_req *r, int (*gate)(void *arg, size_t n), void *arg);
