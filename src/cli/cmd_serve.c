@@ -38,6 +38,8 @@ serve_usage(FILE *f)
               "                         execs=N, rate=N (a minute), memory=SIZE, disk=SIZE (none)\n"
               "  --body-max SIZE        largest JSON request body (default 16M)\n"
               "  --upload-max SIZE      largest file upload (default 1G)\n"
+              "  --template-upload-max SIZE\n"
+              "                         largest image archive POSTed to /v1/templates (default 4G)\n"
               "  --output-budget SIZE   command output kept in memory, all processes (default 1G)\n"
               "  --allow-mount DIR      host directory sandboxes may bind (repeatable)\n"
               "  --require-guide        Pandora's /exec needs guideFollowed: true\n"

@@ -28,7 +28,7 @@
 
 enum {
         O_LISTEN = 256, O_STATE, O_TOKEN_FILE, O_NOAUTH, O_POOL, O_POOL_PY, O_MAX, O_MEM, O_PIDS, O_CPUS, O_DISK,
-        O_BODY, O_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_CGROUP_PREFIX, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
+        O_BODY, O_UPLOAD, O_TMPL_UPLOAD, O_ALLOW, O_GUIDE, O_FIXTURES, O_CGROUP, O_CGROUP_PREFIX, O_QUIET, O_VERBOSE, O_SERVER, O_TOKEN,
         O_CONFIG,
         O_MCP_HOST, O_MCP_PAUSE, O_ALLOW_HOST, O_OUT_BUDGET,
         O_ORIGIN, O_PUBLIC_URL, O_SANDBOX_DOMAIN,
@@ -75,6 +75,7 @@ static const struct {
         { { "tenant-quota", required_argument, NULL, O_QUOTA }, SERVE },
         { { "body-max", required_argument, NULL, O_BODY }, SERVE },
         { { "upload-max", required_argument, NULL, O_UPLOAD }, SERVE },
+        { { "template-upload-max", required_argument, NULL, O_TMPL_UPLOAD }, SERVE },
         { { "output-budget", required_argument, NULL, O_OUT_BUDGET }, SERVE },
         { { "allow-mount", required_argument, NULL, O_ALLOW }, SERVE | MCP, REPEAT },
         { { "require-guide", no_argument, NULL, O_GUIDE }, SERVE },
@@ -124,6 +125,7 @@ defaults(struct xb_server_args *a, enum xb_server_cmd cmd)
         o->max_sandboxes = XB_SERVER_MAX_SANDBOXES_DEFAULT;
         o->body_max = 16u << 20;
         o->upload_max = 1u << 30;
+        o->template_upload_max = (uint64_t)4 << 30;
         o->allow_mounts = a->allow;
         o->mcp_hosts = a->mcp_hosts;
         o->mcp_pause_ms = 300000;
@@ -264,6 +266,7 @@ apply(struct xb_server_args *a, enum xb_server_cmd cmd, int opt, const char *arg
                 r = xb_parse_size(arg, &v, err);
                 o->upload_max = (size_t)v;
                 break;
+        case O_TMPL_UPLOAD: r = xb_parse_size(arg, &o->template_upload_max, err); break;
         case O_OUT_BUDGET:
                 r = xb_parse_size(arg, &o->output_budget, err);
                 if (!r && o->output_budget < (16u << 20))

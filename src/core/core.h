@@ -261,6 +261,14 @@ int xb_fds_check(struct xb_core *s, int tenant, const struct xb_sbx *x, unsigned
 /* 0, or -ENOSPC with err set (XB_E_SANDBOX_UNAVAILABLE, 503) while the
  * state directory has less than its reserve free. */
 int xb_space_check(struct xb_core *s, struct xb_err *err);
+/* Whether need more bytes fit in the state directory above its reserve
+ * and the disk guard's margin (and the guard is not tight): 0, or
+ * -ENOSPC with err set (XB_E_DISK_FULL, 507). For a client's upload. */
+int xb_space_room(struct xb_core *s, uint64_t need, struct xb_err *err);
+/* A file in the state directory that no path names (O_TMPFILE, or 0600
+ * and unlinked at once): its space goes back when the fd closes. The fd,
+ * or -errno with err set. */
+int xb_space_tmpfile(struct xb_core *s, struct xb_err *err);
 /* diskguard.c: while the state directory's filesystem has less than
  * XB_STATE_RESERVE + XB_STATE_GUARD free, no sandbox's (nor import's)
  * layer takes a write: what sandboxes write never reaches the reserve the

@@ -357,6 +357,7 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
         }
         nroutes = routes_of(s->mcp, routes, sizeof(routes) / sizeof(routes[0]));
         s->rest = (struct xb_rest){ .core = s->core, .no_auth = s->o.no_auth, .require_guide = s->o.require_guide,
+                                    .template_upload_max = s->o.template_upload_max,
                                     .ntenants = s->ntokens ? s->ntokens : 1, .routes = routes, .nroutes = nroutes,
                                     .sandbox_domain = s->o.sandbox_domain };
         for (size_t i = 0; i < xb_judge_nroutes && nroutes < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -386,7 +387,9 @@ xb_server_open(const struct xb_server_opts *opts, struct xb_server **ret)
                 .allow_hosts = s->o.allow_hosts, .nallow_hosts = s->o.nallow_hosts,
                 .admin = s->token_admin, .allow_origins = s->o.allow_origins,
                 .nallow_origins = s->o.nallow_origins, .public_url = s->o.public_url, .app = &s->rest,
-                .access_log = s->o.access_log,
+                .access_log = s->o.access_log, .large_upload_max = s->o.template_upload_max,
+                .large_upload_hint = "send a smaller image (fewer or squashed layers), or ask the operator to raise "
+                                     "--template-upload-max",
         };
         /* Host routes (transport/http.h), in order: an adapter that takes
          * some hosts or headers of its own goes before the published

@@ -21,6 +21,7 @@ struct xb_server_opts {
         bool require_guide;           /* Pandora: exec needs guideFollowed */
         bool conformance_fixtures;    /* MCP conformance suite tools */
         size_t body_max, upload_max;
+        uint64_t template_upload_max;  /* an image archive POSTed to /v1/templates */
         uint64_t output_budget;       /* --output-budget: command output the daemon keeps, in all; 0 default */
         unsigned max_sandboxes;
         unsigned pool_size;

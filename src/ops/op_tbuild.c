@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/cleanup.h"
@@ -494,6 +495,57 @@ parse_start(json_t *spec, struct xb_err *err)
         return 0;
 }
 
+/* The checks every template_build takes, up to the layer store: 0 (and
+ * the step timeout in *step_ms), or -1 with err (its ecode set). fields:
+ * the ones allowed. */
+static int
+spec_check(struct xb_core *s, json_t *spec, const char *const *fields, uint64_t *step_ms, struct xb_err *err)
+{
+        const char *name = NULL, *from = NULL, *wd = NULL, *user = NULL;
+        char **env = NULL;
+
+        if (xb_jsonv_fields(spec, fields, err) < 0 || xb_jsonv_str(spec, "name", 64, &name, err) < 0 ||
+            xb_jsonv_str(spec, "from", 64, &from, err) < 0 || xb_jsonv_str(spec, "workdir", 4096, &wd, err) < 0 ||
+            xb_jsonv_str(spec, "user", 16, &user, err) < 0 || xb_jsonv_env(spec, "env", &env, NULL, err) < 0 ||
+            xb_jsonv_seconds(spec, "timeout_s", 1, 86400, step_ms, err) < 0 || parse_start(spec, err) < 0)
+                goto invalid;
+        xb_strv_free(env);
+        if (!name) {
+                xb_err_msg(err, EINVAL, "`name` is required: the new template's name, such as `py-ml`");
+                goto invalid;
+        }
+        if (xb_template_name_check(name, err) < 0)
+                return -1;
+        if (wd && wd[0] != '/') {
+                xb_err_msg(err, EINVAL, "`workdir` must be an absolute path such as /srv/app");
+                goto invalid;
+        }
+        if (user && strcmp(user, "user") && strcmp(user, "root")) {
+                xb_err_msg(err, EINVAL, "`user` must be \"user\" (uid 1000) or \"root\"");
+                goto invalid;
+        }
+        if (!s->eng->store || !s->templates_dir) {
+                xb_err_code(err, XB_E_LAYERS_UNSUPPORTED, EOPNOTSUPP, NULL,
+                            "building templates needs the disk layer store (serve --layers disk)");
+                return -1;
+        }
+        return 0;
+invalid:
+        err->ecode = XB_E_INVALID;
+        return -1;
+}
+
+/* A template, or a build in flight, of that name: XB_E_TEMPLATE_EXISTS. */
+static int
+name_free(struct xb_core *s, const char *name, int tenant, struct xb_err *err)
+{
+        struct build *old = build_find(s, name, tenant);
+
+        if (xb_template_find(s, name, tenant) || (old && old->state == B_BUILDING))
+                return xb_err_code(err, XB_E_TEMPLATE_EXISTS, EEXIST, NULL, "a template `%s` exists already", name);
+        return 0;
+}
+
 static void
 op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 {
@@ -501,8 +553,7 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                                               "files", "start", "limits", "timeout_s", "oci", NULL };
         _cleanup_(xb_json_decrefp) json_t *spec = json_deep_copy(args);
         struct xb_err err = { 0 };
-        const char *name = NULL, *from = NULL, *wd = NULL, *user = NULL;
-        char **env = NULL;
+        const char *name, *from;
         uint64_t step_ms = STEP_TIMEOUT_DEFAULT_S * 1000;
         struct build *b, *old = NULL;
         const char *rootfs_suite = NULL;
@@ -513,33 +564,12 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
-        if (xb_jsonv_fields(spec, fields, &err) < 0 || xb_jsonv_str(spec, "name", 64, &name, &err) < 0 ||
-            xb_jsonv_str(spec, "from", 64, &from, &err) < 0 || xb_jsonv_str(spec, "workdir", 4096, &wd, &err) < 0 ||
-            xb_jsonv_str(spec, "user", 16, &user, &err) < 0 || xb_jsonv_env(spec, "env", &env, NULL, &err) < 0 ||
-            xb_jsonv_seconds(spec, "timeout_s", 1, 86400, &step_ms, &err) < 0 || parse_start(spec, &err) < 0)
-                goto invalid;
-        xb_strv_free(env);
-        if (!name) {
-                xb_err_msg(&err, EINVAL, "`name` is required: the new template's name, such as `py-ml`");
-                goto invalid;
-        }
-        if (xb_template_name_check(name, &err) < 0) {
+        if (spec_check(s, spec, fields, &step_ms, &err) < 0) {
                 xb_call_fail(c, &err);
                 return;
         }
-        if (wd && wd[0] != '/') {
-                xb_err_msg(&err, EINVAL, "`workdir` must be an absolute path such as /srv/app");
-                goto invalid;
-        }
-        if (user && strcmp(user, "user") && strcmp(user, "root")) {
-                xb_err_msg(&err, EINVAL, "`user` must be \"user\" (uid 1000) or \"root\"");
-                goto invalid;
-        }
-        if (!s->eng->store || !s->templates_dir) {
-                xb_call_failf(c, XB_E_LAYERS_UNSUPPORTED, NULL,
-                              "building templates needs the disk layer store (serve --layers disk)");
-                return;
-        }
+        name = json_string_value(json_object_get(spec, "name"));
+        from = json_string_value(json_object_get(spec, "from"));
         if ((r = xb_tb_debian_from(s, tenant, from, from_name, &rootfs_suite, c, &err)) < 0) {
                 if (r == -EINVAL)
                         goto invalid;
@@ -551,11 +581,11 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
                 xb_call_failf(c, XB_E_TEMPLATE_NOT_FOUND, NULL, "no template `%.64s` to build from", from);
                 return;
         }
-        if (xb_template_find(s, name, tenant) || ((old = build_find(s, name, tenant)) && old->state == B_BUILDING)) {
-                xb_call_failf(c, XB_E_TEMPLATE_EXISTS, NULL, "a template `%s` exists already", name);
+        if (name_free(s, name, tenant, &err) < 0) {
+                xb_call_fail(c, &err);
                 return;
         }
-        if (old)
+        if ((old = build_find(s, name, tenant)))
                 build_free(old);   /* a failed build of that name: replaced */
         if (json_object_get(spec, "oci") && !json_is_null(json_object_get(spec, "oci"))) {
                 if (!json_is_string(json_object_get(spec, "oci")) || from || from_name[0] ||
@@ -604,6 +634,40 @@ op_build(struct xb_core *s, int tenant, json_t *args, struct xb_call *c)
 invalid:
         err.ecode = XB_E_INVALID;
         xb_call_fail(c, &err);
+}
+
+static const char *const upload_fields[] = { "name", "env", "workdir", "user", NULL };
+
+int
+xb_op_template_upload_check(struct xb_core *s, int tenant, json_t *args, struct xb_err *err)
+{
+        uint64_t step_ms = 0;
+
+        if (spec_check(s, args, upload_fields, &step_ms, err) < 0)
+                return -1;
+        return name_free(s, json_string_value(json_object_get(args, "name")), tenant, err) < 0 ? -1 : 0;
+}
+
+void
+xb_op_template_upload(struct xb_core *s, int tenant, json_t *args, int fd, struct xb_call *c)
+{
+        _cleanup_(xb_json_decrefp) json_t *spec = json_deep_copy(args);
+        struct xb_err err = { 0 };
+        struct build *old;
+
+        if (!spec) {
+                close(fd);
+                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
+                return;
+        }
+        if (xb_op_template_upload_check(s, tenant, spec, &err) < 0) {
+                close(fd);
+                xb_call_fail(c, &err);
+                return;
+        }
+        if ((old = build_find(s, json_string_value(json_object_get(spec, "name")), tenant)))
+                build_free(old);   /* a failed build of that name: replaced */
+        xb_op_oci_import_fd(s, tenant, spec, fd, c);
 }
 
 const struct xb_op xb_ops_tbuild[] = {

@@ -28,3 +28,13 @@ struct xb_call *xb_op_tstart_call(struct xb_core *s, int tenant, const struct xb
 
 /* template_build with "oci" (op_toci.c): spec is the checked request. */
 void xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c);
+/* The same from an archive's fd (owned, read from where it stands). */
+void xb_op_oci_import_fd(struct xb_core *s, int tenant, json_t *spec, int archive_fd, struct xb_call *c);
+
+/* An uploaded image archive (op_tbuild.c): args are the template_build
+ * fields an import takes (name; env, workdir, user optional). check says
+ * whether they would be taken, before the body comes: 0, or -1 with err.
+ * run checks again (another request may have taken the name meanwhile)
+ * and imports from fd (owned, at the archive's start). */
+int xb_op_template_upload_check(struct xb_core *s, int tenant, json_t *args, struct xb_err *err);
+void xb_op_template_upload(struct xb_core *s, int tenant, json_t *args, int fd, struct xb_call *c);

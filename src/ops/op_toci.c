@@ -1,7 +1,9 @@
 /* template_build with "oci": a template imported from an OCI image
  * archive (a tar of an OCI image layout, as `skopeo copy oci-archive:`
  * and `docker save` write), on the host at a path below an --allow-mount
- * directory.
+ * directory, or uploaded (POST /v1/templates with the tar as its body:
+ * rest/api_tupload.c streams it into a file no path names, whose fd
+ * comes here).
  *
  * The daemon opens the archive (no symlink on the way, a regular file)
  * and hands the fd to a host script: GNU tar unpacks the layout into a
@@ -307,6 +309,18 @@ open_archive(struct xb_core *s, const char *path, struct xb_err *err)
 void
 xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c)
 {
+        struct xb_err err = { 0 };
+        int fd = open_archive(s, json_string_value(json_object_get(spec, "oci")), &err);
+
+        if (fd < 0)
+                xb_call_fail(c, &err);
+        else
+                xb_op_oci_import_fd(s, tenant, spec, fd, c);
+}
+
+void
+xb_op_oci_import_fd(struct xb_core *s, int tenant, json_t *spec, int archive_fd, struct xb_call *c)
+{
         /* $0: the layout dir. Only files and directories in the layout. */
         static const char script[] =
                 "set -e; cd \"$0\"; tar --no-same-owner --no-same-permissions -xf - ; "
@@ -319,13 +333,9 @@ xb_op_oci_import(struct xb_core *s, int tenant, json_t *spec, struct xb_call *c)
                 "exec umoci --log info raw unpack --image \".:$tag\" \"$XB_ROOTFS\"";
         struct xb_err err = { 0 };
         struct oci *o;
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_close_ int fd = archive_fd;
         char rnd[24];
 
-        if ((fd = open_archive(s, json_string_value(json_object_get(spec, "oci")), &err)) < 0) {
-                xb_call_fail(c, &err);
-                return;
-        }
         if (!(o = calloc(1, sizeof(*o)))) {
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;

@@ -204,7 +204,7 @@ const struct xb_route xb_api_routes_sandboxes[] = {
         { "POST", "/v1/sandboxes/{}/fork", xb_rest_op_handler, 0, &fork_route },
         { "POST", "/v1/sandboxes/{}/install", xb_rest_op_handler, 0, &install_route },
         { "GET", "/v1/templates", xb_rest_op_handler, 0, &templates_route },
-        { "POST", "/v1/templates", xb_rest_op_handler, 0, &template_build_route },
+        { "POST", "/v1/templates", xb_api_templates_post, XB_ROUTE_SINK | XB_ROUTE_LARGE, &template_build_route },
         { "GET", "/v1/templates/{}", xb_rest_op_handler, 0, &template_route },
         { "DELETE", "/v1/templates/{}", xb_rest_op_handler, 0, &template_delete_route },
         { "POST", "/v1/secrets", xb_rest_op_handler, 0, &secret_create_route },

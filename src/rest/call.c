@@ -137,19 +137,46 @@ on_fail(void *ctx, const struct xb_err *e)
 
 static const struct xb_sink_ops rest_sink = { on_event, on_done, on_fail };
 
+/* An operation, or a REST fast path's own start (fn). */
+struct rest_start {
+        const struct xb_op *op;
+        xb_rest_start_fn fn;
+        void *arg;
+};
+
+static void
+start_run(const struct rest_start *st, struct xb_req *req, json_t *args, unsigned status, bool sse,
+          const struct xb_rest_decor *decor, const struct xb_err *then_fail);
+
 static void
 run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool sse, const struct xb_rest_decor *decor,
     const struct xb_err *then_fail)
 {
-        const struct xb_op *op = xb_op_find(name);
-        struct rest_call *rc;
-        struct xb_err *then = NULL;
+        struct rest_start st = { .op = xb_op_find(name) };
 
-        if (!op) {
+        if (!st.op) {
                 xb_error("rest: no operation %s", name);
                 xb_reply_error(req, 500, "internal", "report this to the operator", "no operation `%s`", name);
                 return;
         }
+        start_run(&st, req, args, status, sse, decor, then_fail);
+}
+
+void
+xb_rest_run_fn(struct xb_req *req, xb_rest_start_fn fn, void *arg, json_t *args, unsigned status, bool sse)
+{
+        struct rest_start st = { .fn = fn, .arg = arg };
+
+        start_run(&st, req, args, status, sse, NULL, NULL);
+}
+
+static void
+start_run(const struct rest_start *st, struct xb_req *req, json_t *args, unsigned status, bool sse,
+          const struct xb_rest_decor *decor, const struct xb_err *then_fail)
+{
+        struct rest_call *rc;
+        struct xb_err *then = NULL;
+
         rc = calloc(1, sizeof(*rc));
         if (rc)
                 rc->call = xb_call_new(&rest_sink, rc, sse ? XB_CALL_EVENTS | XB_CALL_BEGIN : 0);
@@ -160,12 +187,17 @@ run(struct xb_req *req, const char *name, json_t *args, unsigned status, bool ss
                         xb_call_cancel(rc->call);
                 free(rc);
                 free(then);
+                if (st->fn)
+                        st->fn(st->arg, NULL, xb_req_tenant(req), args, NULL);   /* to free what it owns */
                 xb_reply_error(req, 503, "out_of_memory", "retry", "out of memory");
                 return;
         }
         *rc = (struct rest_call){ .req = req, .call = rc->call, .status = status ? status : 200, .inside = true,
                                   .decor = decor, .then_fail = then };
-        xb_op_run(op, xb_rest_of(req)->core, xb_req_tenant(req), args, rc->call);
+        if (st->op)
+                xb_op_run(st->op, xb_rest_of(req)->core, xb_req_tenant(req), args, rc->call);
+        else
+                st->fn(st->arg, xb_rest_of(req)->core, xb_req_tenant(req), args, rc->call);
         rc->inside = false;
         if (!rc->call) {
                 rc_free(rc);   /* answered already */

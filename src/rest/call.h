@@ -16,6 +16,15 @@
 /* args is borrowed. A 204 answers with no body. */
 void xb_rest_run(struct xb_req *req, const char *op, json_t *args, unsigned status, bool sse);
 
+/* xb_rest_run with a start of the route's own instead of an operation:
+ * fn(arg, core, tenant, args, call) starts what ends call, as an
+ * operation would (a fast path that hands ops more than JSON, such as an
+ * fd). Out of memory, fn is called with core and call NULL, to free arg. */
+struct xb_core;
+struct xb_call;
+typedef void (*xb_rest_start_fn)(void *arg, struct xb_core *core, int tenant, json_t *args, struct xb_call *call);
+void xb_rest_run_fn(struct xb_req *req, xb_rest_start_fn fn, void *arg, json_t *args, unsigned status, bool sse);
+
 /* REST's own words on an operation's outcome, where they name routes or
  * link to them (the engine's cannot): a route's decor. Both hooks are
  * optional.

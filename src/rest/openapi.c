@@ -164,6 +164,23 @@ raw_body(const char *description)
                          "binary");
 }
 
+/* The raw media types a body may also be (an upload beside the JSON). */
+static void
+add_raw_types(json_t *op, const char *types)
+{
+        json_t *content = json_object_get(json_object_get(op, "requestBody"), "content");
+
+        for (const char *p = types; content && *p;) {
+                size_t n = strcspn(p, " ");
+
+                if (n)
+                        json_object_setn_new(content, p, n,
+                                             json_pack("{s:{s:s,s:s}}", "schema", "type", "string", "format",
+                                                       "binary"));
+                p += n + strspn(p + n, " ");
+        }
+}
+
 /* Query parameters and the request body of a tool's operation. */
 static void
 tool_request(json_t *op, json_t *params, const struct xb_tool *t, const struct xb_op_def *d, bool *failed)
@@ -283,6 +300,8 @@ build_op(const struct xb_op_def *d, const struct xb_tool *t, const char *path, u
                 tool_request(op, params, t, d, failed);
         else if (d->body)
                 json_object_set_new(op, "requestBody", parse(d->body, "body", id, failed));
+        if (d->raw_types)
+                add_raw_types(op, d->raw_types);
         if (d->params) {
                 json_t *extra = parse(d->params, "params", id, failed);
 

@@ -16,6 +16,7 @@ struct xb_op_def {
         unsigned status;           /* the success status; a tool's, or 200, when 0 */
         const char *params;        /* JSON array of Parameter objects beside the path's own */
         const char *body;          /* tool: JSON object of REST-only body properties; else a RequestBody object */
+        const char *raw_types;     /* tool: media types (space-separated) its body may also be, as raw bytes */
         const char *reply;         /* JSON Response object for the success status (a tool's: its output schema) */
         const char *replies;       /* JSON object of more responses by status, e.g. {"206": {...}} */
         const char *errors;        /* more error statuses than the usual ones, e.g. "409 429" */

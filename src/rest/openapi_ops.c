@@ -195,8 +195,20 @@ const struct xb_op_def xb_op_defs[] = {
         { .tool = "sandbox_list", .tag = "sandboxes" },
         { .tool = "sandbox_snapshot", .tag = "templates", .errors = "409" },
         /* With Accept: text/event-stream the build log streams: step and log events, then result or error. */
-        { .tool = "template_build", .tag = "templates", .errors = "404 409 422",
-          .summary = "Build a template from steps (apt, files, run); the log streams as SSE." },
+        /* Or an image archive uploaded as the body, named in the query. */
+        { .tool = "template_build", .tag = "templates", .errors = "404 409 413 415 422 507",
+          .summary = "Build a template from steps, or import an OCI image archive; the log streams as SSE.",
+          .raw_types = "application/x-tar application/vnd.oci.image.layout.v1+tar",
+          .params = "[{\"name\": \"name\", \"in\": \"query\", \"required\": false, \"description\": \"With "
+                    "an archive as the body (docker save's tar; no Content-Encoding): the template's name. Up to "
+                    "--template-upload-max (413); 507 when the server's state directory is low.\", "
+                    "\"schema\": {\"type\": \"string\"}}, "
+                    "{\"name\": \"workdir\", \"in\": \"query\", \"required\": false, \"description\": "
+                    "\"With an archive as the body: the working directory, over the image's.\", \"schema\": "
+                    "{\"type\": \"string\"}}, "
+                    "{\"name\": \"user\", \"in\": \"query\", \"required\": false, \"description\": "
+                    "\"With an archive as the body: user or root, over the image's.\", \"schema\": "
+                    "{\"type\": \"string\", \"enum\": [\"user\", \"root\"]}}]" },
         { .tool = "sandbox_fork", .tag = "sandboxes", .errors = "409 429" },
         /* With Accept: text/event-stream: progress and log events, then result or error. */
         { .tool = "install", .tag = "sandboxes", .errors = "404 409 422",

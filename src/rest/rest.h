@@ -21,6 +21,7 @@ struct xb_rest {
         const char *sandbox_domain; /* --sandbox-domain: ports also at {port}-{id}.DOMAIN; or NULL */
         const struct xb_route *routes;   /* every route the front serves, for /openapi.json */
         size_t nroutes;
+        uint64_t template_upload_max;   /* --template-upload-max, for its 413's message */
 };
 
 /* The context of a REST or plugin request. */
@@ -39,6 +40,10 @@ void xb_api_bad_request(struct xb_req *r, const struct xb_err *err, const char *
 struct xb_sbx *xb_api_sandbox(struct xb_req *r);
 /* The plugin routes' sandbox: one per tenant, made on first use; or a reply and NULL. */
 struct xb_sbx *xb_default_sandbox(struct xb_req *r);
+
+/* POST /v1/templates (api_tupload.c): an image archive's upload, or
+ * template_build's JSON (the route's data is its xb_rest_op_route). */
+void xb_api_templates_post(struct xb_req *r);
 
 /* The route tables, in match order within each. */
 extern const struct xb_route xb_api_routes_sandboxes[], xb_api_routes_meta[], xb_api_routes_files[],

@@ -183,6 +183,21 @@ http_guard_host(struct xb_req *r, const char *method)
         return true;
 }
 
+/* ct is one of types, its parameters aside (case-insensitive). */
+static bool
+media_in(const char *ct, const char *const *types, size_t ntypes)
+{
+        while (*ct == ' ' || *ct == '\t')
+                ct++;
+        for (size_t i = 0; i < ntypes; i++) {
+                size_t n = strlen(types[i]);
+
+                if (!strncasecmp(ct, types[i], n) && (!ct[n] || strchr("; \t", ct[n])))
+                        return true;
+        }
+        return false;
+}
+
 /* "application/json", "application/json; charset=utf-8", "application/x+json". */
 static bool
 is_json(const char *ct)
@@ -204,15 +219,15 @@ is_form_type(const char *ct)
 {
         static const char *const simple[] = { "text/plain", "application/x-www-form-urlencoded", "multipart/form-data" };
 
-        while (*ct == ' ')
-                ct++;
-        for (size_t i = 0; i < ARRAY_SIZE(simple); i++) {
-                size_t n = strlen(simple[i]);
+        return media_in(ct, simple, ARRAY_SIZE(simple));
+}
 
-                if (!strncasecmp(ct, simple[i], n) && (!ct[n] || strchr("; \t", ct[n])))
-                        return true;
-        }
-        return false;
+bool
+xb_req_content_type_in(const struct xb_req *r, const char *const *types, size_t n)
+{
+        const char *ct = xb_req_header(r, "Content-Type");
+
+        return ct && media_in(ct, types, n);
 }
 
 static bool
@@ -240,12 +255,13 @@ bool
 http_guard_content_type(struct xb_req *r, const char *method)
 {
         const char *ct = xb_req_header(r, "Content-Type");
-        bool sink = r->route->flags & XB_ROUTE_SINK;
+        bool sink = (r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered;
 
         /* A published port's body is its server's business: a page of its own
-         * origin may post a form to it (a foreign Origin was refused above). */
+         * origin may post a form to it (a foreign Origin was refused above).
+         * A large sink's handler checks the type it takes (http.h). */
         if ((strcmp(method, "POST") && strcmp(method, "PUT") && strcmp(method, "PATCH")) ||
-            (r->route->flags & (XB_ROUTE_MCP | XB_ROUTE_PROXY)))
+            (r->route->flags & (XB_ROUTE_MCP | XB_ROUTE_PROXY)) || (sink && (r->route->flags & XB_ROUTE_LARGE)))
                 return true;
         /* An upload's bytes are its own type, refused only as a form's on a
          * POST (a PUT always has a preflight). A body without a type is the

@@ -262,10 +262,27 @@ xb_req_set_sink(struct xb_req *r, int fd)
         r->sink_fd = fd;
 }
 
-void
+bool
 xb_req_buffer_body(struct xb_req *r)
 {
         r->sink_buffered = true;
+        if (!(r->route->flags & XB_ROUTE_LARGE))
+                return true;
+        return http_length_ok(r) && http_guard_content_type(r, r->method);
+}
+
+void
+xb_req_set_sink_gate(struct xb_req *r, int (*gate)(void *arg, size_t n), void *arg)
+{
+        r->sink_gate = gate;
+        r->sink_gate_arg = arg;
+}
+
+void
+xb_req_on_gone(struct xb_req *r, xb_gone_cb on_gone, void *owner)
+{
+        r->on_gone = on_gone;
+        r->owner = owner;
 }
 
 uint64_t
@@ -600,8 +617,11 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
                 if ((r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered) {
                         if (r->sink_fd < 0) {
                                 xb_reply_error(r, 500, "internal", "retry", "no place to write the upload");
-                        } else if (r->sink_bytes + *upload_size > h->o.upload_max) {
+                        } else if (r->sink_bytes + *upload_size > http_body_max(r)) {
                                 r->sink_err = EFBIG;
+                        } else if (!r->sink_err && r->sink_gate &&
+                                   (r->sink_err = r->sink_gate(r->sink_gate_arg, *upload_size))) {
+                                /* the gate refused: the rest is dropped */
                         } else if (!r->sink_err) {
                                 size_t left = sink_write(r, upload, *upload_size);
 

@@ -46,6 +46,11 @@ typedef void (*xb_handler)(struct xb_req *req);
  * string body). A foreign Origin is still refused; browsers send Origin
  * with every cross-origin POST. */
 #define XB_ROUTE_PLAINJSON 0x200u
+/* With XB_ROUTE_SINK: a sink for large bodies (image archives), capped by
+ * large_upload_max; the handler picks the body's kind at the headers, so
+ * the Content-Type check is its own: a sink of a type no form can have,
+ * or xb_req_buffer_body, which applies the JSON routes' rules. */
+#define XB_ROUTE_LARGE 0x400u
 #define XB_SHARE_PARAM "xb_share"
 
 enum xb_req_phase { XB_PHASE_BEGIN, XB_PHASE_END };
@@ -85,6 +90,8 @@ struct xb_http_opts {
         const char *listen;          /* "HOST:PORT" or "unix:PATH" */
         size_t body_max;             /* JSON bodies */
         size_t upload_max;           /* XB_ROUTE_SINK bodies */
+        uint64_t large_upload_max;   /* XB_ROUTE_LARGE bodies */
+        const char *large_upload_hint;   /* a 413's hint past it */
         unsigned conn_limit;
         unsigned conn_timeout_s;     /* idle connections; suspended ones do not time out */
         const char *const *tokens;   /* accepted bearer tokens; NULL = no auth */
@@ -194,8 +201,18 @@ void xb_req_resume(struct xb_req *r);
  * request with on_sink_error's reply. */
 void xb_req_set_sink(struct xb_req *r, int fd);
 /* XB_ROUTE_SINK, at phase BEGIN: no sink for this one; its body is
- * buffered as other routes' are (up to body_max), for phase END. */
-void xb_req_buffer_body(struct xb_req *r);
+ * buffered as other routes' are (up to body_max), for phase END. With
+ * XB_ROUTE_LARGE, a JSON route's checks come first (its Content-Length
+ * against body_max, its Content-Type): false when one replied. */
+bool xb_req_buffer_body(struct xb_req *r);
+/* Whether the Content-Type is one of types (its parameters aside). */
+bool xb_req_content_type_in(const struct xb_req *r, const char *const *types, size_t n);
+/* XB_ROUTE_SINK: gate(arg, n) runs before each n body bytes go to the
+ * sink; an errno from it is the sink's error (the rest is dropped). */
+void xb_req_set_sink_gate(struct xb_req *r, int (*gate)(void *arg, size_t n), void *arg);
+/* on_gone without suspending: a sink's owner learns that the client left
+ * mid-body. A reply clears it, as xb_req_suspend's. */
+void xb_req_on_gone(struct xb_req *r, xb_gone_cb on_gone, void *owner);
 /* Bytes written to the sink so far, and its error (0 if none). */
 uint64_t xb_req_sink_bytes(const struct xb_req *r);
 int xb_req_sink_error(const struct xb_req *r);

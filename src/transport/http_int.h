@@ -88,6 +88,8 @@ struct xb_req {
         bool begin_replay;            /* MHD repeats the first call after a resume */
         uint64_t sink_bytes;
         int sink_err;
+        int (*sink_gate)(void *arg, size_t n);
+        void *sink_gate_arg;
         struct xb_form *form;         /* xb_req_form: a multipart body parsed as it comes (form.c) */
         /* reply headers */
         char *hdr_name[MAX_REPLY_HEADERS], *hdr_value[MAX_REPLY_HEADERS];
@@ -171,6 +173,10 @@ bool http_guard_origin(struct xb_req *r);
 bool http_guard_host(struct xb_req *r, const char *method);
 /* A state-changing request's Content-Type (415); false when answered. */
 bool http_guard_content_type(struct xb_req *r, const char *method);
+/* The body's cap: upload_max or large_upload_max for a sink, else body_max. */
+uint64_t http_body_max(const struct xb_req *r);
+/* Its Content-Length within http_body_max, or a 413 and false. */
+bool http_length_ok(struct xb_req *r);
 
 /* proxy.c */
 /* A proxied request's body bytes (*size: left unconsumed when the

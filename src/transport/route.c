@@ -208,7 +208,7 @@ bool
 http_route_admit(struct xb_req *r, const char *method)
 {
         struct xb_http *h = r->http;
-        const char *url = r->path, *auth, *clen;
+        const char *url = r->path, *auth;
         char xauth[600];
 
         http_host_route(r);
@@ -262,21 +262,39 @@ http_route_admit(struct xb_req *r, const char *method)
         }
         if (r->route->flags & XB_ROUTE_PUBLIC)
                 token_ok(h, auth, &r->tenant);
-        clen = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Content-Length");
-        if (clen) {
-                unsigned long long n = strtoull(clen, NULL, 10);
-                size_t max = (r->route->flags & XB_ROUTE_SINK) ? h->o.upload_max : h->o.body_max;
-
-                /* A proxied body streams through bounded buffers: no cap. */
-                if (n > max && !(r->route->flags & XB_ROUTE_PROXY)) {
-                        xb_reply_error(r, 413, "body_too_large",
-                                       (r->route->flags & XB_ROUTE_SINK) ? "upload smaller files, or raise --upload-max"
-                                                                         : "send less; put large data in a file with PUT /v1/sandboxes/{id}/files",
-                                       "the request body is %llu bytes; the limit is %zu", n, max);
-                        return false;
-                }
-        }
+        /* A proxied body streams through bounded buffers: no cap. */
+        if (!(r->route->flags & XB_ROUTE_PROXY) && !http_length_ok(r))
+                return false;
         return http_guard_host(r, method) && http_guard_content_type(r, method);
+}
+
+uint64_t
+http_body_max(const struct xb_req *r)
+{
+        const struct xb_http_opts *o = &r->http->o;
+
+        if (!(r->route->flags & XB_ROUTE_SINK) || r->sink_buffered)
+                return o->body_max;
+        return (r->route->flags & XB_ROUTE_LARGE) ? o->large_upload_max : o->upload_max;
+}
+
+bool
+http_length_ok(struct xb_req *r)
+{
+        const char *clen = MHD(lookup_connection_value)(r->conn, MHD_HEADER_KIND, "Content-Length");
+        unsigned long long n = clen ? strtoull(clen, NULL, 10) : 0;
+        uint64_t max = http_body_max(r);
+        bool sink = (r->route->flags & XB_ROUTE_SINK) && !r->sink_buffered;
+
+        if (n <= max)
+                return true;
+        xb_reply_error(r, 413, "body_too_large",
+                       !sink ? "send less; put large data in a file with PUT /v1/sandboxes/{id}/files"
+                       : (r->route->flags & XB_ROUTE_LARGE) && r->http->o.large_upload_hint
+                               ? r->http->o.large_upload_hint
+                               : "upload smaller files, or raise --upload-max",
+                       "the request body is %llu bytes; the limit is %llu", n, (unsigned long long)max);
+        return false;
 }
 
 const char *

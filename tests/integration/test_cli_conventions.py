@@ -298,8 +298,8 @@ RUN_BAD = [("--timeout", "soon"), ("--timeout", "8d"), ("--cpu-time", "x"), ("--
            ("--cgroup-prefix", "a/b")]
 SERVE_BAD = [("--pool", "5000"), ("--pool", "x"), ("--max-sandboxes", "0"), ("--memory", "lots"),
              ("--memory", "1K"), ("--pids", "1"), ("--cpus", "0"), ("--disk", "1K"), ("--body-max", "x"),
-             ("--upload-max", "x"), ("--allow-mount", "/nonexistent-xb"), ("--cgroup", "v3"),
-             ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b"), ("--output-budget", "1M"),
+             ("--upload-max", "x"), ("--template-upload-max", "x"), ("--allow-mount", "/nonexistent-xb"),
+             ("--cgroup", "v3"), ("--cgroup-prefix", "a/b"), ("--allow-host", "a/b"), ("--output-budget", "1M"),
              ("--network-max", "lots"), ("--network-deny", "bad host!"), ("--package-source", "ftp://x"),
              ("--dns-server", "nowhere"), ("--network-connections", "0"), ("--network-rate", "x"),
              ("--drain-timeout", "x")]
@@ -312,7 +312,7 @@ NAMES = {
             "kill-via-freezer",
             "help"],
     "serve": ["listen", "state-dir", "token-file", "no-auth", "pool", "pool-python", "max-sandboxes", "memory",
-              "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota", "layers", "store-size", "mount-owner", "body-max", "upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
+              "pids", "cpus", "disk", "max-memory", "max-pids", "max-cpus", "max-disk", "tenant-quota", "layers", "store-size", "mount-owner", "body-max", "upload-max", "template-upload-max", "output-budget", "allow-mount", "allow-origin", "allow-host", "public-url", "sandbox-domain",
               "require-guide",
               "conformance-fixtures", "cgroup", "cgroup-prefix", "quiet", "verbose", "network-max", "network-deny", "package-source",
               "dns-server", "network-connections", "network-rate", "upstream-ca", "approval-timeout", "package-cache-size", "install-cache-size", "paused-ttl", "max-lifetime", "drain-timeout", "adopt-grace",

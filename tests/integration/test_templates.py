@@ -504,6 +504,320 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
     assert "links or special files" in r.json()["error"]["message"]
 
 
+# ---- uploaded as the body of POST /v1/templates ----
+
+MB = 1 << 20
+needs_umoci = pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+
+
+def _three_layers(tmp_path, name="layout"):
+    """A umoci-made image of three layers: the mini root with /etc/layer-0,
+    then /etc/layer-1, then /etc/layer-2. Its layout's path."""
+    layout, bundle = str(tmp_path / name), str(tmp_path / (name + "-bundle"))
+    _umoci("init", "--layout", layout)
+    _umoci("new", "--image", f"{layout}:v1")
+    for i in range(3):
+        _umoci("unpack", "--image", f"{layout}:v1", bundle)
+        if i == 0:
+            _mini_root(os.path.join(bundle, "rootfs"))
+        with open(os.path.join(bundle, f"rootfs/etc/layer-{i}"), "w") as f:
+            f.write(f"{i}\n")
+        _umoci("repack", "--image", f"{layout}:v1", bundle)
+        shutil.rmtree(bundle)
+    return layout
+
+
+def _tar(layout, path):
+    subprocess.run(["tar", "-C", layout, "-cf", str(path), "."], check=True)
+    return str(path)
+
+
+def _digest_layer(layout):
+    """The layer name an import of layout gets: its manifest's digest."""
+    with open(os.path.join(layout, "index.json")) as f:
+        return "oci-" + json.load(f)["manifests"][0]["digest"][7:39]
+
+
+def upload(srv, data, name, token="default", headers=None, timeout=300, query="", **kw):
+    h = {"Content-Type": "application/x-tar", **(headers or {})}
+    return srv.request("POST", f"/v1/templates?name={name}{query}", data=data, headers=h, token=token,
+                       timeout=timeout, **kw)
+
+
+def _upload_fds(srv):
+    """The daemon's fds on files in its state directory that no path names
+    (an upload's): {fd: size}."""
+    out = {}
+    d = f"/proc/{srv.pid}/fd"
+    for fd in os.listdir(d):
+        try:
+            target = os.readlink(os.path.join(d, fd))
+            size = os.stat(os.path.join(d, fd)).st_size
+        except OSError:
+            continue
+        if target.startswith(srv.state_dir + "/") and target.endswith(" (deleted)"):
+            out[fd] = size
+    return out
+
+
+def _no_upload_left(srv, grace=5.0):
+    """Nothing of an upload is left: no file in the state directory, no fd."""
+    deadline = time.monotonic() + grace
+    while _upload_fds(srv) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _upload_fds(srv) == {}
+    assert not [n for n in os.listdir(srv.state_dir) if n.startswith(("upload-", "oci-"))], os.listdir(srv.state_dir)
+
+
+@pytest.fixture
+def up_srv(server_factory):
+    """Two tenants, and no --allow-mount: an upload needs no host path."""
+    return server_factory(tokens=["xb-tenant-a-0123456789", "xb-tenant-b-0123456789"], pool=0)
+
+
+@needs_umoci
+def test_upload_multi_layer_image_is_the_tenants_template(up_srv, tmp_path):
+    srv = up_srv
+    layout = _three_layers(tmp_path)
+    archive = _tar(layout, tmp_path / "img.tar")
+    with open(archive, "rb") as f:
+        r = upload(srv, f, "xb-up", query="&workdir=/etc")
+    expect(r, 201)
+    t = r.json()
+    assert t["name"] == "xb-up" and t["rootfs"] is True and t["workdir"] == "/etc", t
+    # Named by the manifest's digest, as a path import names it.
+    assert t["layers"] == [_digest_layer(layout)], t
+    _no_upload_left(srv)
+    sid = srv.create(template="xb-up")["id"]
+    assert ok(srv, sid, "pwd; cat layer-0 layer-1 layer-2").split() == ["/etc", "0", "1", "2"]
+    srv.remove(sid)
+    # The other tenant sees no such template, and cannot use it.
+    b = "xb-tenant-b-0123456789"
+    names = [x["name"] for x in expect(srv.get("/v1/templates", token=b), 200).json()["templates"]]
+    assert "xb-up" not in names and "xb-up" in [x["name"] for x in srv.get("/v1/templates").json()["templates"]]
+    expect_error(srv.get("/v1/templates/xb-up", token=b), 404)
+    e = expect_error(srv.post("/v1/sandboxes", {"template": "xb-up"}, token=b), 400)
+    assert "unknown template" in e["message"], e
+    # A name the tenant has already: 409 at the headers, before the body is read.
+    with open(archive, "rb") as f:
+        expect_error(upload(srv, f, "xb-up"), 409, "template_exists")
+    # Refused at the headers: no name, a bad workdir, gzip.
+    e = expect_error(srv.request("POST", "/v1/templates", data=b"x" * 100,
+                                 headers={"Content-Type": "application/x-tar"}), 400, "invalid_request")
+    assert "?name=" in e["hint"], e
+    expect_error(upload(srv, b"x" * 100, "xb-up2", query="&workdir=rel"), 400, "invalid_request")
+    expect_error(upload(srv, b"x" * 100, "xb-up2", headers={"Content-Encoding": "gzip"}), 415)
+    # Not an archive: the import fails, and nothing is left.
+    expect_error(upload(srv, b"not a tar\n" * 1000, "xb-junk"), 422, "template_build_failed")
+    _no_upload_left(srv)
+    # The JSON body still builds from steps on the same route.
+    expect_error(srv.post("/v1/templates", {"name": "xb-j", "from": "nosuch"}), 404)
+    drop(srv, "xb-up")
+
+
+@needs_umoci
+def test_uploaded_image_equals_the_path_imported_one(oci_srv, tmp_path):
+    srv, images = oci_srv
+    layout = _three_layers(tmp_path)
+    archive = _archive(layout, images, "img.tar")
+    by_path = expect(build(srv, {"name": "xb-by-path", "oci": archive}), 201).json()
+    with open(archive, "rb") as f:
+        by_body = expect(upload(srv, f, "xb-by-body", query="&user=root"), 201).json()
+    assert by_body["layers"] == by_path["layers"] == [_digest_layer(layout)], (by_body, by_path)
+    assert by_body["user"] == "root"
+    for k in ("env", "workdir", "start", "rootfs"):
+        assert by_body.get(k) == by_path.get(k), k
+    drop(srv, "xb-by-body")
+    drop(srv, "xb-by-path")
+    _no_upload_left(srv)
+
+
+@needs_umoci
+def test_upload_streams_its_import(up_srv, tmp_path):
+    srv = up_srv
+    archive = _tar(_three_layers(tmp_path), tmp_path / "img.tar")
+    with open(archive, "rb") as f:
+        r = upload(srv, f, "xb-up-s", headers={"Accept": "text/event-stream"}, stream=True)
+    expect(r, 200)
+    evs = sse_events(r)
+    names = [n for n, _ in evs]
+    assert names[0] == "step" and evs[0][1]["kind"] == "oci" and names[-1] == "result", names
+    text = "".join(d["data"] for n, d in evs if n == "log")
+    assert "holds image v1" in text and text.count("unpack layer: sha256:") == 3, text
+    assert evs[-1][1]["name"] == "xb-up-s", evs[-1]
+    drop(srv, "xb-up-s")
+    _no_upload_left(srv)
+
+
+def test_upload_over_the_cap_is_413_and_leaves_nothing(server_factory):
+    srv = server_factory("--template-upload-max", "1M", pool=0)
+    body = b"\0" * (3 * MB)
+    # With a Content-Length: refused at the headers.
+    e = expect_error(upload(srv, body, "xb-big"), 413, "body_too_large")
+    assert "--template-upload-max" in e["hint"], e
+    # Chunked: cut at the cap, refused at its end.
+    e = expect_error(upload(srv, (body[i:i + 65536] for i in range(0, len(body), 65536)), "xb-big"), 413,
+                     "upload_too_large")
+    assert "--template-upload-max" in e["hint"], e
+    _no_upload_left(srv)
+    assert "xb-big" not in [x["name"] for x in srv.get("/v1/templates").json()["templates"]]
+
+
+def test_upload_client_leaving_midway_leaves_nothing(up_srv):
+    import socket
+    srv = up_srv
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(b"POST /v1/templates?name=xb-half HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+              b"Authorization: Bearer xb-tenant-a-0123456789\r\nContent-Type: application/x-tar\r\n"
+              b"Content-Length: %d\r\n\r\n" % (100 * MB))
+    chunk = b"\0" * MB
+    for _ in range(20):
+        s.sendall(chunk)
+    # The control: the half body is in an unnamed file of the state directory.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sum(_upload_fds(srv).values()) < 20 * MB:
+        time.sleep(0.05)
+    assert sum(_upload_fds(srv).values()) == 20 * MB, _upload_fds(srv)
+    s.close()
+    _no_upload_left(srv)
+    expect(srv.get("/healthz"), 200)
+    assert "xb-half" not in [x["name"] for x in srv.get("/v1/templates").json()["templates"]]
+    assert srv.alive()
+
+
+@needs_umoci
+def test_malicious_layout_uploaded_is_refused_or_neutralised(up_srv, tmp_path):
+    srv = up_srv
+    target = tmp_path / "host-target"
+    target.mkdir()
+    mini = str(tmp_path / "mini")
+    _mini_root(mini)
+    layout = str(tmp_path / "evil")
+    _evil_layout(layout, str(target), mini)
+    with open(_tar(layout, tmp_path / "evil.tar"), "rb") as f:
+        r = upload(srv, f, "xb-evil-up")
+    assert os.listdir(target) == []
+    for p in (tmp_path / "escape-dotdot.txt", "/escape-dotdot.txt", "/abs-escape.txt",
+              os.path.join(srv.state_dir, "escape-dotdot.txt")):
+        assert not os.path.exists(p), p
+    expect(r, 201)
+    sid = srv.create(template="xb-evil-up")["id"]
+    out = ok(srv, sid, "cat /control.txt; test -e /evil-mem && echo DEVICE || echo no-device; stat -c %a /suid-sh",
+             user="user")
+    assert out.split()[:3] == ["control", "no-device", "755"], out
+    srv.remove(sid)
+    drop(srv, "xb-evil-up")
+    # A layout that carries a symlink (to read a host file into the image): refused.
+    evil2 = str(tmp_path / "evil2")
+    shutil.copytree(layout, evil2, symlinks=True)
+    os.symlink("/etc/shadow", os.path.join(evil2, "blobs/sha256", "0" * 64))
+    with open(_tar(evil2, tmp_path / "evil2.tar"), "rb") as f:
+        e = expect_error(upload(srv, f, "xb-evil2-up"), 422, "template_build_failed")
+    assert "links or special files" in e["message"], e
+    _no_upload_left(srv)
+
+
+def _rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@needs_umoci
+def test_a_200mb_upload_does_not_grow_the_daemon(up_srv, tmp_path):
+    import threading
+    srv = up_srv
+    layout = _three_layers(tmp_path)
+    # 200 MB of a blob no manifest names: the archive is big, the image small.
+    with open(os.path.join(layout, "blobs/sha256", "f" * 64), "wb") as f:
+        for _ in range(200):
+            f.write(os.urandom(MB))
+    archive = _tar(layout, tmp_path / "big.tar")
+    assert os.path.getsize(archive) > 200 * MB
+    rss0, peak, done = _rss(srv.pid), [0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss(srv.pid))
+            time.sleep(0.01)
+    th = threading.Thread(target=sample)
+    th.start()
+    try:
+        t0 = time.monotonic()
+        with open(archive, "rb") as f:
+            r = upload(srv, f, "xb-up-big")
+        took = time.monotonic() - t0
+    finally:
+        done.set()
+        th.join()
+    expect(r, 201)
+    print(f"200 MB upload and import: {took:.1f} s; daemon RSS +{(peak[0] - rss0) / MB:.1f} MiB")
+    assert peak[0] - rss0 < 24 * MB, (peak[0] - rss0) / MB
+    drop(srv, "xb-up-big")
+    _no_upload_left(srv)
+
+
+@pytest.fixture
+def small_state(tmp_path):
+    """A state directory on a tmpfs of its own, of 900 MiB."""
+    state = tmp_path / "small"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=900m,mode=0700", "xbsmall", str(state)], check=True)
+    try:
+        yield str(state)
+    finally:
+        subprocess.run(["umount", str(state)], check=True)
+
+
+def _avail(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def test_upload_stops_when_the_state_dir_runs_low(execbox, tmp_path, small_state):
+    import socket
+    import threading
+    srv = sf.start_server(execbox, str(tmp_path), pool=0, state_dir=small_state)
+    try:
+        free0 = _avail(small_state)
+        # Too big for what is free: refused at the headers.
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        s.sendall(b"POST /v1/templates?name=xb-full HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/x-tar\r\nContent-Length: %d\r\n\r\n" % free0)
+        resp = s.recv(65536)
+        s.close()
+        assert sf.raw_status(resp) == 507 and b"disk_full" in resp, resp[:600]
+        # Chunked, so unknown in advance: written until the state dir runs
+        # low, then dropped; the reserve is never reached.
+        low, done = [free0], threading.Event()
+
+        def sample():
+            while not done.is_set():
+                low[0] = min(low[0], _avail(small_state))
+                time.sleep(0.005)
+        th = threading.Thread(target=sample)
+        th.start()
+        chunk = b"\0" * MB
+        try:
+            r = upload(srv, (chunk for _ in range(free0 // MB)), "xb-full", timeout=120)
+        finally:
+            done.set()
+            th.join()
+        e = expect_error(r, 507, "disk_full")
+        assert "state directory" in e["message"], e
+        print(f"state fs: {free0 // MB} MiB free, {low[0] // MB} MiB at the lowest")
+        assert free0 - low[0] > 300 * MB, (free0 - low[0]) // MB   # it wrote until the guard: the control
+        assert low[0] >= 256 * MB, low[0] // MB
+        _no_upload_left(srv)
+        assert _avail(small_state) > free0 - 8 * MB, (free0 - _avail(small_state)) // MB
+        expect(srv.get("/healthz"), 200)
+    finally:
+        problems = sf.finish_server(srv)
+    assert not problems, problems
+
+
 def test_built_metadata_persists_across_restart(server_factory):
     s1 = server_factory(pool=0)
     body = {"name": "xb-keep", "run": ["mkdir -p /srv/k && echo kept > /srv/k/f"], "workdir": "/srv/k",
