@@ -174,18 +174,6 @@ blob_image_mime(json_t *b64)
         return n > 0 ? xb_tool_image_mime(head, (size_t)n) : NULL;
 }
 
-/* The bytes a read's content holds: base64 counted without its padding. */
-static size_t
-content_bytes(json_t *content, bool text)
-{
-        const char *s = json_string_value(content);
-        size_t n = json_string_length(content);
-
-        if (text)
-                return n;
-        return xb_base64_decoded_max(n) - (n && s[n - 1] == '=') - (n > 1 && s[n - 2] == '=');
-}
-
 /* The operation read the file as text when it is valid UTF-8 without a
  * NUL, else as base64: exactly a resource's text and blob. Its JSON string
  * is the block's, taken as it is: an 8 MiB file is never decoded, checked
@@ -199,6 +187,7 @@ read_resource_done(struct xb_mcp_call *call, json_t *r)
         json_t *content = json_object_get(r, "content"), *c;
         bool text = !strcmp(enc, "utf-8");
         const char *mime;
+        size_t len;
 
         if (!json_is_string(content) || (!text && strcmp(enc, "base64"))) {
                 json_decref(r);
@@ -207,7 +196,9 @@ read_resource_done(struct xb_mcp_call *call, json_t *r)
         }
         /* Read with MCP_FILE_MAX + 1: more, or a cut (text leaves out a
          * character cut at the end), means over the cap. */
-        if (content_bytes(content, text) > MCP_FILE_MAX || json_is_true(json_object_get(r, "truncated"))) {
+        len = json_string_length(content);
+        if ((text ? len : xb_base64_decoded_len(json_string_value(content), len)) > MCP_FILE_MAX ||
+            json_is_true(json_object_get(r, "truncated"))) {
                 json_decref(r);
                 mcp_fail(call, -32603, "the file is over 8 MiB; read parts of it with the read_file tool", NULL, 200);
                 return;

@@ -190,7 +190,7 @@ b64_head(json_t *content, char *head, size_t *ret_n)
 
         if (k < 0 || len % 4)
                 return SIZE_MAX;
-        *ret_n = xb_base64_decoded_max(len) - (len && s[len - 1] == '=') - (len > 1 && s[len - 2] == '=');
+        *ret_n = xb_base64_decoded_len(s, len);
         return (size_t)k;
 }
 
