@@ -47,12 +47,16 @@ REPLY = len(json.dumps(CONTENT.decode()))
 COPY_SLACK = 8 * MB
 # The longest /healthz may take while a big file is read and answered.
 # Reading the 8 MiB file and building its result in one turn of the loop
-# held it (plain build, a shared 2-core machine) for 35-470 ms for the
-# text and 135-360 ms for the blob, read_file's view for 35-65 ms; read a
-# slice per turn the worst probe is 5-30 ms (a few outliers to 80 ms when
-# the machine is loaded), and 12-51 ms in an ASan build (make SANITIZE=1,
-# with integration-san's ASAN_OPTIONS). The bound leaves room for both.
+# held it (plain build, a shared 2-core machine) for 90-105 ms quiet and
+# up to 360 ms loaded for the blob, 35-55 ms quiet and up to 470 ms loaded
+# for the text, and 35-65 ms for read_file's view. Read a slice per turn,
+# the worst probe is 5-20 ms (outliers to 50 ms blob, 83 ms text when the
+# machine is loaded), and 12-51 ms in an ASan build (make SANITIZE=1, with
+# integration-san's ASAN_OPTIONS). The blob's bound fails the old code
+# even on a quiet machine; the others leave room for noise and ASan, and
+# catch the old code only when it stalls longer (as it does under load).
 STALL_MAX = 0.15
+STALL_MAX_BLOB = 0.075
 
 
 def sha(s: str) -> str:
@@ -114,32 +118,32 @@ def sse_events(raw: bytes) -> list[dict]:
     return out
 
 
-def check_probe(p, rss0, what, held=REPLY):
+def check_probe(p, rss0, what, held=REPLY, stall=STALL_MAX):
     med, worst = statistics.median(p.lat), max(p.lat)
     grew = p.peak - rss0
     print(f"{what}: /healthz median {med * 1000:.1f} ms, worst {worst * 1000:.0f} ms over {len(p.lat)} probes; "
           f"RSS +{grew / MB:.0f} MiB (may hold {held / MB:.0f} MiB)")
     assert len(p.lat) >= 5, p.lat
-    assert worst < STALL_MAX, (med, worst)
+    assert worst < stall, (med, worst)
     # The file is held while it is read and answered (the result's
     # string); a serialised copy of the reply would be as much again.
     assert grew < held + COPY_SLACK, grew / MB
 
 
 # What a resource read returns for each file: the content block's key,
-# the bytes it decodes to, their sha256, and what the daemon may hold of
-# it at once. Text: its content, as before. A blob: its base64 (11 MB),
+# the bytes it decodes to, their sha256, what the daemon may hold of it
+# at once, and the longest /healthz may take meanwhile. Text: its content, as before. A blob: its base64 (11 MB),
 # twice for an instant while it becomes the result's JSON string; a
 # serialised copy of the reply would be 11 MB more.
 BLOB = (N + 2) // 3 * 4
 KINDS = {
-    "text": ("text", lambda c: c.encode(), SHA, REPLY),
-    "blob": ("blob", base64.b64decode, SHA_BIN, 2 * BLOB),
+    "text": ("text", lambda c: c.encode(), SHA, REPLY, STALL_MAX),
+    "blob": ("blob", base64.b64decode, SHA_BIN, 2 * BLOB, STALL_MAX_BLOB),
 }
 
 
 def check_contents(result, kind, uri):
-    key, decode, want, _ = KINDS[kind]
+    key, decode, want = KINDS[kind][:3]
     c = result["contents"][0]
     assert c["uri"] == uri and key in c, {k: v for k, v in c.items() if k not in ("text", "blob")}
     if kind == "blob":
@@ -159,7 +163,7 @@ def test_a_big_resource_read_as_json(server, kind, uri):
         body = json.loads(raw)
         assert body["id"] == 2, raw[:300]
         check_contents(body["result"], kind, uri)
-        check_probe(p, rss0, f"json {kind}", KINDS[kind][3])
+        check_probe(p, rss0, f"json {kind}", *KINDS[kind][3:])
     finally:
         s.close()
 
@@ -203,9 +207,9 @@ def test_read_file_of_an_8_mib_file_does_not_stall_healthz(server):
         assert text.startswith("     1\t") and "(lines 1-2000 of %d;" % len(starts) in text, text[-300:]
         resb = rb.json()["result"]
         assert resb["isError"] and "binary file" in resb["content"][0]["text"], resb
-        # The file is held a few times at once: read, encoded (the binary
-        # one), as the result's JSON string; never the whole reply.
-        check_probe(p, rss0, "read_file", 3 * N)
+        # At most, for the binary file, its bytes, their base64 and that
+        # as the result's JSON string at once (its view is an error).
+        check_probe(p, rss0, "read_file", N + 2 * BLOB)
     finally:
         s.close()
 
@@ -231,7 +235,7 @@ def test_a_big_resource_read_over_sse(server, kind, uri):
         assert 11 in by_id, f"no answer to the read: {len(raw)} bytes, ids {list(by_id)}"
         check_contents(by_id[11]["result"], kind, uri)
         assert by_id[10]["result"]["structuredContent"]["stdout"] == "go\nend\n"
-        check_probe(p, rss0, f"sse {kind}", KINDS[kind][3])
+        check_probe(p, rss0, f"sse {kind}", *KINDS[kind][3:])
     finally:
         s.close()
 
