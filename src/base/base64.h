@@ -19,6 +19,13 @@ xb_base64_decoded_max(size_t n)
         return n / 4 * 3;
 }
 
+/* The bytes n characters of padded base64 at s decode to (whole quanta). */
+static inline size_t
+xb_base64_decoded_len(const char *s, size_t n)
+{
+        return xb_base64_decoded_max(n) - (n && s[n - 1] == '=') - (n > 1 && s[n - 2] == '=');
+}
+
 /* Skip CR and LF between characters (MIME-wrapped input, as old Jupyter
  * kernels send). Nothing else is ever skipped. */
 #define XB_BASE64_NEWLINES 1u

@@ -30,12 +30,13 @@ xb_utf8_seq_len(const unsigned char *p, size_t n)
         return 0;
 }
 
-bool
-xb_utf8_valid(const char *s, size_t n)
+size_t
+xb_utf8_valid_prefix(const char *s, size_t n)
 {
         const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
 
-        for (size_t i = 0; i < n;) {
+        while (i < n) {
                 size_t k;
 
                 if ((unsigned)p[i] - 1u < 0x7fu) {   /* ASCII, not NUL */
@@ -44,10 +45,16 @@ xb_utf8_valid(const char *s, size_t n)
                 }
                 k = xb_utf8_seq_len(p + i, n - i);
                 if (!k || (k == 1 && p[i] == 0))
-                        return false;
+                        break;
                 i += k;
         }
-        return true;
+        return i;
+}
+
+bool
+xb_utf8_valid(const char *s, size_t n)
+{
+        return xb_utf8_valid_prefix(s, n) == n;
 }
 
 char *

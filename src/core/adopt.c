@@ -200,6 +200,11 @@ xb_adopt_hold(struct xb_proc *p)
                         json_object_set_new(note, "spill", json_pack("[s]", p->sp_out.path));
         } else if (note && p->sp_out.path && p->sp_err.path && !p->sp_out.failed && !p->sp_err.failed)
                 json_object_set_new(note, "spill", json_pack("[s,s]", p->sp_out.path, p->sp_err.path));
+        /* Its start on the wall clock: age_ms alone says nothing of the
+         * time between this note (written at the spawn) and the next daemon. */
+        if (note)
+                json_object_set_new(note, "started_at_unix_ms",
+                                    json_integer((json_int_t)(xb_unix_ms() - (xb_now_ms() - p->start_ms))));
         if (note && p->timeout_ms)
                 json_object_set_new(note, "timeout_at_unix_ms",
                                     json_integer((json_int_t)(xb_unix_ms() + p->timeout_ms -

@@ -27,7 +27,8 @@ int xb_fileop_sandbox_ok(const struct xb_sbx *x, struct xb_err *err);
 void xb_fileop_run(struct xb_sbx *x, struct xb_file_req *q, char *path, char *path2, struct xb_call *call);
 /* READ: done with {path, size, content, encoding, truncated}: the first
  * max bytes as text ("utf-8") when they are valid UTF-8 without NUL (a
- * character cut by max is left out), else as "base64". */
+ * character cut by max is left out), else as "base64". The file is read,
+ * checked and encoded a slice per turn of the loop, on later turns. */
 void xb_fileop_read(struct xb_sbx *x, struct xb_file_req *q, char *path, size_t max, struct xb_call *call);
 /* WRITE: the file's content becomes len bytes of data (taken, malloc'd);
  * done with {path, size, written}, or the errors of xb_upload_end. */

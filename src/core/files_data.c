@@ -1,9 +1,10 @@
 /* Reads and writes, built on files.c's operations: what the fd of a file
  * init opened is for. A READ hands it on with the byte range asked for
- * (REST sends it) or returns its content as JSON; a WRITE becomes an
- * upload that REST streams its body into, or takes the content it was
- * given. A failed write is cut back to the length the file had when
- * opened: empty, or its old length when appending. */
+ * (REST sends it) or returns its content as JSON, read a slice per turn
+ * of the loop; a WRITE becomes an upload that REST streams its body into,
+ * or takes the content it was given. A failed write is cut back to the
+ * length the file had when opened: empty, or its old length when
+ * appending. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -130,50 +131,188 @@ whole_chars(const unsigned char *s, size_t n)
         return n - i + 1 < need ? i - 1 : n;
 }
 
+/* ---- content reads: the file as JSON ---- */
+
+#define SLICE_BYTES (1u << 20)        /* read and checked per turn of the loop */
+#define ENCODE_BYTES (3u << 19)       /* base64-encoded per turn: whole quanta */
+
+/* A read of a file's content into JSON, a slice per turn of the loop:
+ * reading and checking 8 MiB at once held the loop for tens of ms (and
+ * base64 of it as much again). The bytes are read and checked as UTF-8,
+ * then, when they are not text, encoded; only the JSON string they become
+ * is made in one step (a copy). */
+struct slurp {
+        struct xb_call *call;
+        struct xb_loop *loop;
+        struct xb_timer turn;
+        char *path;
+        int fd;
+        uint64_t size;                /* the file's, when opened */
+        char *buf;
+        size_t max, n;                /* to read, read */
+        size_t valid;                 /* of n: whole characters, checked */
+        bool binary;                  /* an invalid byte or a NUL: base64 */
+        bool ready;                   /* all read (and encoded): the JSON next */
+        char *b64;                    /* binary: the encoding so far */
+        size_t enc, b64_len;          /* its input bytes, its characters */
+};
+
+static void
+slurp_free(struct slurp *s)
+{
+        xb_timer_stop(&s->turn);
+        if (s->fd >= 0)
+                close(s->fd);
+        free(s->path);
+        free(s->buf);
+        free(s->b64);
+        free(s);
+}
+
+/* The client left: nothing more is read. */
+static void
+slurp_cancel(void *owner)
+{
+        slurp_free(owner);
+}
+
+static void
+slurp_fail(struct slurp *s, enum xb_ecode ecode, const char *why)
+{
+        struct xb_call *c = s->call;
+        char shown[XB_SHOWN_CAP];
+
+        if (ecode == XB_E_NOMEM)
+                xb_call_failf(c, ecode, NULL, "out of memory");
+        else
+                xb_call_failf(c, ecode, NULL, "cannot read `%s`: %s", xb_fileop_shown(s->path, shown, sizeof(shown)),
+                              why);
+        slurp_free(s);
+}
+
+/* All is read: text, or base64 to make on the next turns. */
+static int
+read_end(struct slurp *s)
+{
+        /* A character cut by max is left out of text. */
+        size_t text = s->n < s->size ? whole_chars((const unsigned char *)s->buf, s->n) : s->n;
+
+        if (!s->binary && s->valid == text) {
+                s->n = text;
+                s->ready = true;
+                return 0;
+        }
+        s->binary = true;
+        if (!(s->b64 = malloc(xb_base64_encoded_len(s->n) + 1)))
+                return -ENOMEM;
+        s->b64[0] = '\0';
+        return 0;
+}
+
+/* Read and check the next slice; at the end (max bytes, or the end of a
+ * file that shrank) see what it is. 0, or -errno. */
+static int
+read_slice(struct slurp *s)
+{
+        ssize_t k;
+
+        /* A regular file on a real filesystem (checked): a read does not block for long. */
+        do
+                k = pread(s->fd, s->buf + s->n, XB_MIN(SLICE_BYTES, s->max - s->n), (off_t)s->n);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return -errno;
+        s->n += (size_t)k;
+        if (!s->binary) {
+                s->valid += xb_utf8_valid_prefix(s->buf + s->valid, s->n - s->valid);
+                /* Stopped further back than a cut character can reach: no text. */
+                s->binary = s->n - s->valid >= 4;
+        }
+        return k > 0 && s->n < s->max ? 0 : read_end(s);
+}
+
+/* Encode the next piece; 0, or -errno. */
+static int
+encode_slice(struct slurp *s)
+{
+        size_t k = XB_MIN((size_t)ENCODE_BYTES, s->n - s->enc), cap = xb_base64_encoded_len(s->n) + 1;
+        ssize_t w = xb_base64_encode(s->buf + s->enc, k, s->b64 + s->b64_len, cap - s->b64_len);
+
+        if (w < 0)
+                return (int)w;
+        s->enc += k;
+        s->b64_len += (size_t)w;
+        s->ready = s->enc == s->n;
+        return 0;
+}
+
+static void
+slurp_done(struct slurp *s)
+{
+        struct xb_call *c = s->call;
+        json_t *content, *res;
+        size_t got = s->binary ? s->enc : s->n;
+
+        /* The one step that is not a slice: the JSON string, a copy. */
+        if (s->binary) {
+                free(TAKE_PTR(s->buf));
+                content = json_stringn_nocheck(s->b64, s->b64_len);
+        } else
+                content = json_stringn_nocheck(s->buf, s->n);
+        res = content ? json_pack("{s:o,s:I,s:o,s:s,s:b}", "path", xb_fileop_str_json(s->path, strlen(s->path)),
+                                  "size", (json_int_t)s->size, "content", content, "encoding",
+                                  s->binary ? "base64" : "utf-8", "truncated", got < s->size)
+                      : NULL;
+        if (!res) {
+                slurp_fail(s, XB_E_NOMEM, NULL);
+                return;
+        }
+        slurp_free(s);
+        xb_call_done(c, res);
+}
+
+/* One step a turn: a slice read, or encoded, or (in a turn of its own)
+ * the JSON made and the call ended. */
+static void
+slurp_turn(struct xb_timer *t)
+{
+        struct slurp *s = t->data;
+        int r;
+
+        if (s->ready) {
+                slurp_done(s);
+                return;
+        }
+        r = s->b64 ? encode_slice(s) : read_slice(s);
+        if (r < 0)
+                slurp_fail(s, r == -ENOMEM ? XB_E_NOMEM : XB_E_FILE_ERROR, strerror(-r));
+        else
+                xb_timer_start(s->loop, &s->turn, 0, slurp_turn, s);   /* after the loop's other events */
+}
+
 static void
 content_opened(void *ctx, struct xb_sbx *x, char **path, struct xb_call *c, int fd, const struct stat *st)
 {
         struct use *u = ctx;
-        _cleanup_close_ int file = fd;
-        size_t max = XB_MIN(u->max, (size_t)st->st_size), n = 0, text;
-        _cleanup_free_ char *buf = malloc(max ? max : 1), *b64 = NULL;
-        char shown[XB_SHOWN_CAP];
-        json_t *content;
+        struct slurp *s = calloc(1, sizeof(*s));
+        size_t max = XB_MIN(u->max, (size_t)st->st_size);
 
-        (void)x;
-        if (!buf) {
+        if (!s || !(s->buf = malloc(max ? max : 1))) {
+                close(fd);
+                free(s);
                 xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
                 return;
         }
-        /* A regular file on a real filesystem (checked): reading it does not block for long. */
-        while (n < max) {
-                ssize_t k = pread(file, buf + n, max - n, (off_t)n);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        xb_call_failf(c, XB_E_FILE_ERROR, NULL, "cannot read `%s`: %s",
-                                      xb_fileop_shown(*path, shown, sizeof(shown)), strerror(errno));
-                        return;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-        }
-        text = n < (uint64_t)st->st_size ? whole_chars((const unsigned char *)buf, n) : n;
-        if (xb_utf8_valid(buf, text))
-                content = json_stringn(buf, text);
-        else if (xb_base64_encode_alloc(buf, n, &b64) == 0)
-                content = json_string(b64);
-        else
-                content = NULL;
-        if (!content) {
-                xb_call_failf(c, XB_E_NOMEM, NULL, "out of memory");
-                return;
-        }
-        xb_call_done(c, json_pack("{s:o,s:I,s:o,s:s,s:b}", "path", xb_fileop_str_json(*path, strlen(*path)), "size",
-                                  (json_int_t)st->st_size, "content", content, "encoding", b64 ? "base64" : "utf-8",
-                                  "truncated", n < (uint64_t)st->st_size));
+        s->call = c;
+        s->loop = x->core->loop;
+        s->path = TAKE_PTR(*path);
+        s->fd = fd;
+        s->size = (uint64_t)st->st_size;
+        s->max = max;
+        /* The operation's own hook goes with it: the read answers a cancel now. */
+        xb_call_on_cancel(c, slurp_cancel, s);
+        s->turn.data = s;
+        slurp_turn(&s->turn);
 }
 
 static const struct xb_fileop_fd_ops content_ops = { content_opened, use_free };

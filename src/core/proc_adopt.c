@@ -27,6 +27,7 @@ xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds
         const char *ctag = json_string_value(json_object_get(note, "tag"));
         json_int_t limit = json_integer_value(json_object_get(note, "limit"));
         json_int_t age = json_integer_value(json_object_get(note, "age_ms"));
+        json_int_t started = json_integer_value(json_object_get(note, "started_at_unix_ms"));
 
         json_t *pty = json_object_get(note, "pty");
 
@@ -88,10 +89,13 @@ xb__proc_adopt(struct xb_sbx *x, uint32_t tag, pid_t pid, json_t *note, int *fds
         p->argv = json_incref(json_object_get(note, "argv"));
         p->env = json_incref(json_object_get(note, "env"));
         {
-                uint64_t now = xb_now_ms();
+                uint64_t now = xb_now_ms(), unow = xb_unix_ms();
 
-                /* Started age_ms before the note; the gap since is unknown,
-                 * so the start is when the note was written, at worst. */
+                /* Its start by the wall clock (the monotonic one is per boot,
+                 * and this daemon's start is not the process's); a note of a
+                 * daemon before started_at_unix_ms only knows its age then. */
+                if (started > 0 && (uint64_t)started <= unow)
+                        age = (json_int_t)(unow - (uint64_t)started);
                 p->start_ms = age > 0 && (uint64_t)age < now ? now - (uint64_t)age : now;
         }
         if (xb_fds_charge(x, XB_FDS_PER_PROCESS, NULL) == 0)

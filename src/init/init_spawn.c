@@ -164,17 +164,25 @@ struct lost_exit {
 #define LOST_MAX 256
 static struct lost_exit *lost;
 
+/* tag's XB_EV_EXITED, in buf (EXITED_BYTES): what init and a keeper send. */
+#define EXITED_BYTES 128
+static void
+exited_msg(struct xb_msgw *w, uint8_t *buf, uint32_t tag, int status, const struct rusage *ru)
+{
+        xb_msgw_init(w, buf, EXITED_BYTES, XB_EV_EXITED, tag);
+        xb_msgw_u64(w, XB_K_STATUS, (uint64_t)(uint32_t)status);
+        xb_msgw_u64(w, XB_K_UTIME_US, (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec);
+        xb_msgw_u64(w, XB_K_STIME_US, (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec);
+        xb_msgw_u64(w, XB_K_MAXRSS_KB, (uint64_t)ru->ru_maxrss);
+}
+
 static void
 keeper_exited(uint32_t tag, int status, const struct rusage *ru)
 {
-        uint8_t buf[128];
+        uint8_t buf[EXITED_BYTES];
         struct xb_msgw w;
 
-        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_EXITED, tag);
-        xb_msgw_u64(&w, XB_K_STATUS, (uint64_t)(uint32_t)status);
-        xb_msgw_u64(&w, XB_K_UTIME_US, (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec);
-        xb_msgw_u64(&w, XB_K_STIME_US, (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec);
-        xb_msgw_u64(&w, XB_K_MAXRSS_KB, (uint64_t)ru->ru_maxrss);
+        exited_msg(&w, buf, tag, status, ru);
         if (xb_msg_send(XB_INIT_SOCK, w.buf, w.len, NULL, 0) >= 0 || !lost)
                 return;
         for (size_t i = 0; i < LOST_MAX; i++) {
@@ -613,14 +621,10 @@ xb_init_signal(const struct xb_msgr *r)
 static void
 send_exited(uint32_t tag, int status, const struct rusage *ru)
 {
-        uint8_t buf[128];
+        uint8_t buf[EXITED_BYTES];
         struct xb_msgw w;
 
-        xb_msgw_init(&w, buf, sizeof(buf), XB_EV_EXITED, tag);
-        xb_msgw_u64(&w, XB_K_STATUS, (uint64_t)(uint32_t)status);
-        xb_msgw_u64(&w, XB_K_UTIME_US, (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec);
-        xb_msgw_u64(&w, XB_K_STIME_US, (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec);
-        xb_msgw_u64(&w, XB_K_MAXRSS_KB, (uint64_t)ru->ru_maxrss);
+        exited_msg(&w, buf, tag, status, ru);
         xb_init_send(&w, NULL, 0);
 }
 

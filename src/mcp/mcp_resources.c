@@ -4,7 +4,10 @@
  * execbox://guide, and notifications/resources/updated when our own tools
  * change a subscribed file. Listing or reading never makes a sandbox: a
  * context without one has no files yet. Not-found is -32002 in the legacy
- * revisions and -32602 in 2026-07-28, with the URI in data. */
+ * revisions and -32602 in 2026-07-28, with the URI in data. A file is read
+ * whole up to MCP_FILE_MAX (8 MiB; more is -32603, pointing at read_file):
+ * the operation reads it a slice per turn of the loop and its text or
+ * base64 becomes the block as it is, which the front writes as generated. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +16,6 @@
 #include "base/base64.h"
 #include "base/buf.h"
 #include "base/cleanup.h"
-#include "base/utf8.h"
 #include "mcp/mcp_int.h"
 
 #define RESOURCES_MAX 500
@@ -161,37 +163,52 @@ read_resource_failed(struct xb_mcp_call *call, const struct xb_err *err)
         mcp_fail(call, -32603, text ? text : "the file could not be read", NULL, 200);
 }
 
+/* A blob's image type, from the magic bytes at the start of its base64. */
+static const char *
+blob_image_mime(json_t *b64)
+{
+        unsigned char head[12];
+        ssize_t n = xb_base64_decode(json_string_value(b64), XB_MIN(json_string_length(b64), (size_t)16), head,
+                                     sizeof(head), 0);
+
+        return n > 0 ? xb_tool_image_mime(head, (size_t)n) : NULL;
+}
+
+/* The operation read the file as text when it is valid UTF-8 without a
+ * NUL, else as base64: exactly a resource's text and blob. Its JSON string
+ * is the block's, taken as it is: an 8 MiB file is never decoded, checked
+ * or encoded again on the loop (the reply is generated as it is sent). */
 static void
 read_resource_done(struct xb_mcp_call *call, json_t *r)
 {
         const char *uri = json_string_value(json_object_get(call->params, "uri"));
         const char *path = json_string_value(json_object_get(call->acc, "path")) ?: "";
-        _cleanup_free_ char *owned = NULL;
-        size_t len = 0;
-        const char *data = xb_tool_file_data(r, &owned, &len);
-        json_t *c;
+        const char *enc = json_string_value(json_object_get(r, "encoding")) ?: "";
+        json_t *content = json_object_get(r, "content"), *c;
+        bool text = !strcmp(enc, "utf-8");
+        const char *mime;
+        size_t len;
 
-        if (!data) {
+        if (!json_is_string(content) || (!text && strcmp(enc, "base64"))) {
                 json_decref(r);
                 mcp_fail(call, -32603, "the file could not be read", NULL, 200);
                 return;
         }
-        if (len > MCP_FILE_MAX) {
+        /* Read with MCP_FILE_MAX + 1: more, or a cut (text leaves out a
+         * character cut at the end), means over the cap. */
+        len = json_string_length(content);
+        if ((text ? len : xb_base64_decoded_len(json_string_value(content), len)) > MCP_FILE_MAX ||
+            json_is_true(json_object_get(r, "truncated"))) {
                 json_decref(r);
                 mcp_fail(call, -32603, "the file is over 8 MiB; read parts of it with the read_file tool", NULL, 200);
                 return;
         }
-        if (!xb_tool_is_binary(data, len) && xb_utf8_valid(data, len))
-                c = json_pack("{s:s,s:s,s:s%}", "uri", uri, "mimeType", mime_for(path, true), "text", (const char *)data,
-                              len);
+        if (text)
+                c = json_pack("{s:s,s:s,s:O}", "uri", uri, "mimeType", mime_for(path, true), "text", content);
         else {
-                const char *mime = xb_tool_image_mime(data, len);
-                _cleanup_free_ char *b64 = NULL;
-
-                xb_base64_encode_alloc(data, len, &b64);
-
-                c = json_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType", mime ? mime : mime_for(path, false), "blob",
-                              b64 ? b64 : "");
+                mime = blob_image_mime(content);
+                c = json_pack("{s:s,s:s,s:O}", "uri", uri, "mimeType", mime ? mime : mime_for(path, false), "blob",
+                              content);
         }
         json_decref(r);
         if (call->modern)

@@ -361,6 +361,29 @@ def test_a_readopted_process_keeps_its_timeout(execbox, server_factory, tmp_path
     s2.stop()
 
 
+def test_a_readopted_process_counts_its_age_from_its_start(execbox, server_factory, tmp_path):
+    """started_ms_ago goes on from the process's real start, not from when
+    the next daemon adopted it (its hold note is written at the spawn)."""
+    s1 = sf.start_server(execbox, str(tmp_path / "killed"), *SURVIVE, pool=0)
+    state = s1.state_dir
+    try:
+        sid = s1.create()["id"]
+        p = start_bg(s1, sid, "sleep 60")
+        t0 = time.monotonic()
+        time.sleep(3)
+    finally:
+        kill_server(s1)
+    s2 = server_factory(*SURVIVE, state_dir=state, pool=0)
+    try:
+        ago = expect(s2.get(f"/v1/sandboxes/{sid}/processes/{p['pid']}"), 200).json()["started_ms_ago"]
+        took = (time.monotonic() - t0) * 1000
+        # Counted from the adoption it would be well under the 3 s slept.
+        assert 3000 <= ago <= took + 1000, (ago, took)
+    finally:
+        s2.remove(sid)
+    s2.stop()
+
+
 def test_a_sandbox_whose_daemon_never_returns_ends_after_the_grace(execbox, server_factory, tmp_path):
     s1 = sf.start_server(execbox, str(tmp_path / "killed"), "--adopt-grace", "2s", pool=0)
     state = s1.state_dir

@@ -136,3 +136,12 @@ Test(base64, round_trip)
                 cr_assert(memcmp(raw, back, n) == 0, "length %zu", n);
         }
 }
+
+Test(base64, decoded_len_counts_the_padding)
+{
+        cr_assert_eq(xb_base64_decoded_len("", 0), 0);
+        cr_assert_eq(xb_base64_decoded_len("YQ==", 4), 1);
+        cr_assert_eq(xb_base64_decoded_len("YWI=", 4), 2);
+        cr_assert_eq(xb_base64_decoded_len("YWJj", 4), 3);
+        cr_assert_eq(xb_base64_decoded_len("YWJjYQ==", 8), 4);
+}

@@ -284,3 +284,18 @@ Test(utf8, sanitize_random_bytes)
                 free(out);
         }
 }
+
+/* The valid start of a text read in slices: whole characters only, so
+ * checking the next slice resumes at a character cut by this one. */
+Test(utf8, valid_prefix)
+{
+        static const char euro[] = "ab\xe2\x82\xac";  /* "ab€" */
+
+        for (size_t n = 0; n <= 5; n++)
+                cr_assert_eq(xb_utf8_valid_prefix(euro, n), n < 2 ? n : n < 5 ? 2 : 5, "n %zu", n);
+        cr_assert_eq(xb_utf8_valid_prefix("ok\0no", 5), 2);
+        cr_assert_eq(xb_utf8_valid_prefix("ok\xffno", 5), 2);
+        cr_assert_eq(xb_utf8_valid_prefix("\xed\xa0\x80", 3), 0);   /* a surrogate */
+        /* Resuming at the prefix sees the same as checking all at once. */
+        cr_assert_eq(xb_utf8_valid_prefix(euro + 2, 3), 3);
+}
