@@ -18,6 +18,7 @@
 #define VIEW_LINES_MAX XB_TOOL_VIEW_LINES_MAX
 #define VIEW_BYTES_MAX XB_TOOL_VIEW_BYTES_MAX
 #define DIFF_LINES_MAX 40
+#define LINES_LISTED 20   /* of the matches of a str_replace that is not unique */
 #define CONTEXT_LINES 3
 #define HOME "/home/user"
 #define NOMEM "Error: out of memory. Hint: retry."
@@ -260,19 +261,24 @@ replace(json_t *args, const char *path, const char *s, size_t n, struct xb_tool_
 {
         const char *old_str = json_string_value(json_object_get(args, "old_str"));
         const char *new_str = json_string_value(json_object_get(args, "new_str"));
-        size_t ol = strlen(old_str), count = 0, first = 0, nl = new_str ? strlen(new_str) : 0;
+        size_t ol = strlen(old_str), count = 0, first = 0, nl = new_str ? strlen(new_str) : 0, line = 1;
         struct xb_buf lines = { .max = 4096 };
+        const char *counted = s;
         char msg[600], q[80];
         char *b;
 
+        /* Lines are counted on from the last match, not from the start: a
+         * string found a million times costs one pass, not a million. */
         for (const char *p = s; (p = memmem(p, n - (size_t)(p - s), old_str, ol)); p += ol) {
-                size_t line = 1;
-
-                for (const char *x = s; x < p; x++)
-                        line += *x == '\n';
+                for (const char *x; (x = memchr(counted, '\n', (size_t)(p - counted))); counted = x + 1)
+                        line++;
+                counted = p;
                 if (!count++)
                         first = (size_t)(p - s);
-                xb_buf_printf(&lines, "%s%zu", lines.len ? ", " : "", line);
+                if (count <= LINES_LISTED)
+                        xb_buf_printf(&lines, "%s%zu", count > 1 ? ", " : "", line);
+                else if (count == LINES_LISTED + 1)
+                        xb_buf_puts(&lines, ", ...");
         }
         quote(q, sizeof(q), old_str);
         if (count != 1) {

@@ -354,3 +354,34 @@ def test_a_big_resource_read_over_stdio(execbox, kind, uri):
     finally:
         io.close()
     assert io.p.returncode == 0, b"".join(io.err)[-2000:]
+
+
+def test_edit_file_of_a_string_found_everywhere_does_not_stall_healthz(server):
+    """str_replace of a string that occurs half a million times in a 1 MiB
+    file answers not_unique with the first lines it occurs on. Each match's
+    line used to be counted from the file's start, O(matches x bytes): about
+    10^11 steps here, seconds of a held loop; counted on from the last match
+    it is one pass."""
+    s = Session(server, "2025-11-25", "application/json").start()
+    try:
+        made = s.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "run_command",
+                                  "arguments": {"cmd": "yes x | head -c 1048576 > /home/user/xs.txt; wc -l < /home/user/xs.txt"}}})
+        assert made.json()["result"]["structuredContent"]["stdout"].strip() == "524288", made.text[:500]
+        rss0 = rss(server.pid)
+        with Probe(server) as p:
+            t0 = time.monotonic()
+            r = s.post({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                        "params": {"name": "edit_file", "arguments": {"command": "str_replace", "path": "/home/user/xs.txt",
+                                                                      "old_str": "x", "new_str": "y"}}})
+            took = time.monotonic() - t0
+            time.sleep(0.1)   # a probe or two after the answer too
+        print(f"edit_file over 524288 matches: {took * 1000:.0f} ms")
+        check_probe(p, rss0, "edit_file", 4 * MB)
+        res = r.json()["result"]
+        text = res["content"][0]["text"]
+        # The whole message, its hint included (a list of every line cut it off).
+        assert res["isError"] and "occurs 524288 times" in text and "not_unique" in text, text[-300:]
+        assert "on lines " + ", ".join(str(i) for i in range(1, 21)) + ", ... (not_unique)" in text, text[-300:]
+    finally:
+        s.close()
