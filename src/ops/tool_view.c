@@ -221,10 +221,13 @@ image_view(const char *path, const char *mime, const char *s, size_t n, json_t *
         return 0;
 }
 
-/* Numbered lines of s (valid UTF-8): only the lines shown are looked at,
- * past a count of the newlines, so 8 MiB of text costs the loop little. */
+/* Numbered lines of s: only the lines shown are looked at, past a count
+ * of the newlines, so 8 MiB of text costs the loop little. s is valid
+ * UTF-8, or (lossy) text that is not, whose shown lines get U+FFFD for what
+ * is not: a newline is never part of a character, so cleaning line by line
+ * is cleaning the whole. */
 static int
-text_view(json_t *args, const char *path, const char *s, size_t n, bool cut, json_t **ret_content,
+text_view(json_t *args, const char *path, const char *s, size_t n, bool cut, bool lossy, json_t **ret_content,
           json_t **ret_structured, char **ret_text)
 {
         json_t *js = json_object_get(args, "start_line"), *je = json_object_get(args, "end_line");
@@ -255,15 +258,22 @@ text_view(json_t *args, const char *path, const char *s, size_t n, bool cut, jso
         a = nlines ? line_offset(s, n, from) : 0;
         for (size_t l = from; nlines && l <= to; l++) {
                 const char *nl = memchr(s + a, '\n', n - a);
-                size_t e = nl ? (size_t)(nl - s) + 1 : n;
+                size_t e = nl ? (size_t)(nl - s) + 1 : n, ll = e - a;
+                _cleanup_free_ char *clean = lossy ? xb_utf8_sanitize(s + a, ll, &ll) : NULL;
+                const char *line = lossy ? clean : s + a;
 
-                if (raw.len + (e - a) > VIEW_BYTES_MAX) {
+                if (!line) {
+                        xb_buf_free(&text);
+                        xb_buf_free(&raw);
+                        return fail(ret_text, "Error: out of memory. Hint: retry.");
+                }
+                if (raw.len + ll > VIEW_BYTES_MAX) {
                         to = l - 1;
                         more = true;
                         break;
                 }
-                xb_buf_append(&raw, s + a, e - a);
-                numbered_line(&text, l, s + a, e - a);
+                xb_buf_append(&raw, line, ll);
+                numbered_line(&text, l, line, ll);
                 a = e;
         }
         if (!nlines)
@@ -290,7 +300,7 @@ xb_tool_read_view(json_t *args, json_t *r, json_t **ret_content, json_t **ret_st
         json_t *content = json_object_get(r, "content");
         const char *enc = json_string_value(json_object_get(r, "encoding"));
         bool b64 = enc && !strcmp(enc, "base64");
-        _cleanup_free_ char *owned = NULL, *clean = NULL;
+        _cleanup_free_ char *owned = NULL;
         char head[HEAD_BYTES];
         const char *s = json_string_value(content), *mime;
         size_t n = json_string_length(content), nhead;
@@ -320,11 +330,11 @@ xb_tool_read_view(json_t *args, json_t *r, json_t **ret_content, json_t **ret_st
                 return fail(ret_text, msg);
         }
         if (b64) {
-                /* Not UTF-8 (Latin-1, say): shown with U+FFFD for what is not. */
+                /* Not UTF-8 (Latin-1, say): the lines shown get U+FFFD for what is not. */
                 s = xb_tool_file_data(r, &owned, &n);
-                if (!s || !(clean = xb_utf8_sanitize(s, XB_MIN(n, XB_TOOL_FILE_MAX), &n)))
+                if (!s)
                         return fail(ret_text, "Error: out of memory. Hint: retry.");
-                s = clean;
+                n = XB_MIN(n, XB_TOOL_FILE_MAX);
         }
-        return text_view(args, path, s, n, cut, ret_content, ret_structured, ret_text);
+        return text_view(args, path, s, n, cut, b64, ret_content, ret_structured, ret_text);
 }

@@ -187,3 +187,49 @@ Test(tool_view, base64_results)
         json_decref(r);
         json_decref(args);
 }
+
+/* Text that is not UTF-8 is cleaned only in the lines shown: the same
+ * lines, numbers and count as cleaning the whole, and the byte bound
+ * counts what is shown (each bad byte grows to three). */
+Test(tool_view, lossy_text_is_cleaned_in_the_lines_shown)
+{
+        json_t *args = json_pack("{s:s,s:i,s:i}", "path", "/home/user/f", "start_line", 1000, "end_line", 1002), *st = NULL,
+               *c, *r;
+        struct xb_buf b = { 0 };
+        char *err = NULL;
+
+        for (int i = 1; i <= 3000; i++)
+                xb_buf_printf(&b, "caf\xe9 %d\n", i);
+        r = result(b.data, b.len, true, b.len);
+        c = view(args, r, &st, &err);
+        cr_assert_not_null(c, "%s", err);
+        cr_assert_str_eq(json_string_value(json_object_get(st, "content")),
+                         "caf\xef\xbf\xbd 1000\ncaf\xef\xbf\xbd 1001\ncaf\xef\xbf\xbd 1002\n");
+        cr_assert_eq(json_integer_value(json_object_get(st, "total_lines")), 3000);
+        cr_assert_not_null(strstr(json_string_value(json_object_get(json_array_get(c, 0), "text")),
+                                  "  1001\tcaf\xef\xbf\xbd 1001\n"));
+        json_decref(c);
+        json_decref(st);
+        json_decref(r);
+        json_decref(args);
+        xb_buf_free(&b);
+
+        /* One long line of bad bytes: its cleaned size is what the view bound counts. */
+        args = json_pack("{s:s}", "path", "/home/user/f");
+        {
+                size_t n = XB_TOOL_VIEW_BYTES_MAX / 2;
+                char *bad = malloc(n);
+
+                cr_assert_not_null(bad);
+                memset(bad, '\xe9', n);
+                r = result(bad, n, true, n);
+                free(bad);
+        }
+        c = view(args, r, &st, &err);
+        cr_assert_not_null(c, "%s", err);
+        cr_assert_eq(json_integer_value(json_object_get(st, "end_line")), 0, "a line over the bound once cleaned is not shown");
+        json_decref(c);
+        json_decref(st);
+        json_decref(r);
+        json_decref(args);
+}
