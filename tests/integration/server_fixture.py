@@ -585,6 +585,14 @@ def finish_server(srv: Server) -> list[str]:
     return problems
 
 
+def sanitized(execbox: str) -> bool:
+    """Whether execbox is an ASan build (make SANITIZE=1). Its shadow memory
+    (an eighth of what the heap touches), redzones and quarantine add to the
+    daemon's RSS, so bounds on RSS growth allow for them there."""
+    with open(execbox, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
 def binary_under_test(target: str) -> str:
     """EXECBOX, checked: suites outside tests/integration start from this."""
     if os.geteuid() != 0:

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from server_fixture import (cgroup_tasks, expect, expect_error, finish_server, launch, sandbox_cgroups,  # noqa: F401
-                            server, server_env, server_factory, start_server)
+                            sanitized, server, server_env, server_factory, start_server)
 
 
 @contextlib.contextmanager
@@ -442,7 +442,11 @@ def test_output_past_the_budget_waits_on_its_pipe(server_factory):
     print(f"\n3 x 53 MB of output under a 64 MiB budget: {sorted(d for d in done if d.startswith('f'))} finished, "
           f"daemon RSS +{grew:.0f} MiB")
     assert len([d for d in done if d.startswith("f")]) < 3, "every command finished: the budget held nothing back"
-    assert grew < 64 + 40, f"the daemon grew by {grew:.0f} MiB past a 64 MiB budget"
+    # The budget's 64 MiB, plus pipes, read buffers and the allocator's slack:
+    # +65-69 MiB measured plainly, +98-109 MiB under ASan (its shadow and
+    # redzones). Without the budget the three would hold 159 MB and more.
+    slack = 64 if sanitized(srv.argv[0]) else 40
+    assert grew < 64 + slack, f"the daemon grew by {grew:.0f} MiB past a 64 MiB budget"
     # Freeing output lets the others on.
     for pid in pids[:2]:
         srv.post(f"/v1/sandboxes/{sid}/processes/{pid}/signal", {"signal": "KILL"})
