@@ -5,12 +5,15 @@
 # ~/.cache/execbox-vm/<key>, keyed by the package list, the stub init and
 # this script. Prints the cache directory.
 set -euo pipefail
+# Only the directory goes to stdout (run.sh reads it): every tool's output
+# goes to stderr (mke2fs -q still says "Creating regular file").
+exec 3>&1 1>&2
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${XB_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/execbox-vm}
 key=$(cat "$here/packages.txt" "$here/stub-init" "$here/image.sh" | sha256sum | cut -c1-16)
 dir=$cache/$key
 if [ -s "$dir/root.img" ] && [ -s "$dir/vmlinuz" ] && [ -s "$dir/initrd.img" ]; then
-	echo "$dir"
+	echo "$dir" >&3
 	exit 0
 fi
 mkdir -p "$cache"
@@ -59,7 +62,7 @@ mmdebstrap --quiet --variant=minbase --components=main --include="$pkgs" \
 	--customize-hook='printf "virtio_pci\nvirtio_blk\next4\n" >> "$1/etc/initramfs-tools/modules"' \
 	--customize-hook='chroot "$1" update-initramfs -u -k all >/dev/null' \
 	--customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
-	"$VERSION_CODENAME" "$tmp/root" "$tmp/sources.list" >&2
+	"$VERSION_CODENAME" "$tmp/root" "$tmp/sources.list"
 install -m 0755 "$here/stub-init" "$tmp/root/sbin/xb-vm-init"
 cp -L "$tmp/root/vmlinuz" "$tmp/vmlinuz"
 cp -L "$tmp/root/initrd.img" "$tmp/initrd.img"
@@ -73,4 +76,4 @@ mkdir -p "$dir"
 mv "$tmp/root.img" "$tmp/vmlinuz" "$tmp/initrd.img" "$dir/"
 # Older keys are stale: keep only this one.
 find "$cache" -mindepth 1 -maxdepth 1 -not -name "$key" -not -name '.build.*' -exec rm -rf {} +
-echo "$dir"
+echo "$dir" >&3

@@ -28,6 +28,7 @@ smp=${XB_VM_SMP:-2}
 
 "$repo/tools/vm/deps.sh"
 img=$("$repo/tools/vm/image.sh")
+[ -d "$img" ] || { echo "check-vm: tools/vm/image.sh gave no image directory but: $img" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/execbox-vm.XXXXXX)
 qpid=
