@@ -11,7 +11,9 @@ for tool in dpkg-buildpackage dh lintian; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/execbox"
+mkdir "$work/execbox" "$work/tmp"
+# lintian leaves its MLDBM caches (mldbm-elf-*) in TMPDIR: keep them in ours.
+export TMPDIR="$work/tmp"
 (cd "$src" && git ls-files -z --cached --others --exclude-standard |
    xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' | tar --null -T - -cf -) | tar -xf - -C "$work/execbox"
 start=$(date +%s)

@@ -445,10 +445,14 @@ DEB_TOOLS = ("dpkg-buildpackage", "dh", "lintian")
 @pytest.mark.skipif(not all(shutil.which(t) for t in DEB_TOOLS), reason="dpkg-buildpackage, debhelper or lintian missing")
 def test_make_deb_builds_and_lintian_is_clean(tmp_path):
     out = tmp_path / "deb"
+    tmp_before = set(os.listdir("/tmp"))
     t0 = time.monotonic()
     r = subprocess.run([str(ROOT / "scripts" / "build-deb.sh"), str(out)], capture_output=True, text=True,
                        timeout=DEB_BUDGET_S)
     took = time.monotonic() - t0
+    # lintian's caches stay in the build's own directory, not in /tmp.
+    left = [n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("mldbm-")]
+    assert not left, left
     print(f"make deb: {took:.1f} s", file=sys.stderr)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     tags = [line for line in (out / "lintian.txt").read_text().splitlines() if re.match(r"^[EW]: ", line)]
