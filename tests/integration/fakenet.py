@@ -179,3 +179,18 @@ def module_net():
         n.stop()
     leaks = xbhost.wait_for_no_leaks(before)
     assert not leaks, "the fake internet left these behind:\n  " + "\n  ".join(leaks)
+
+
+def module_server(execbox, net, tmp_path_factory, name, *args):
+    """A generator fixture body: a no-auth server of a module's own on the
+    fake internet (its DNS, and the test CA for upstreams), checked at its
+    end for what it left behind."""
+    from server_fixture import finish_server, start_server
+
+    s = start_server(execbox, str(tmp_path_factory.mktemp(name)), "--dns-server", DNS_ADDR, "--upstream-ca", net.ca,
+                     *args, no_auth=True, pool=0)
+    try:
+        yield s
+    finally:
+        problems = finish_server(s)
+        assert not problems, "\n".join(problems)

@@ -632,6 +632,20 @@ def server_factory(execbox, tmp_path):
 
 
 @pytest.fixture
+def small_state(tmp_path):
+    """A state directory on a tmpfs of its own, of 900 MiB: smaller than a
+    sandbox's default disk limit (1 GiB), and than the disk guard's margins
+    allow for two sandboxes' writes."""
+    state = tmp_path / "small"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=900m,mode=0700", "xbsmall", str(state)], check=True)
+    try:
+        yield str(state)
+    finally:
+        subprocess.run(["umount", str(state)], check=True)
+
+
+@pytest.fixture
 def server(server_factory) -> Server:
     """A server with --no-auth --pool 2."""
     return server_factory()

@@ -32,13 +32,7 @@ def net():
 
 @pytest.fixture(scope="module")
 def srv(execbox, net, tmp_path_factory):
-    s = start_server(execbox, str(tmp_path_factory.mktemp("appr")), "--dns-server", fakenet.DNS_ADDR,
-                     "--upstream-ca", net.ca, "--approval-timeout", str(TIMEOUT_S), no_auth=True, pool=0)
-    try:
-        yield s
-    finally:
-        problems = finish_server(s)
-        assert not problems, "\n".join(problems)
+    yield from fakenet.module_server(execbox, net, tmp_path_factory, "appr", "--approval-timeout", str(TIMEOUT_S))
 
 
 def run(srv, sid, cmd, timeout=60):

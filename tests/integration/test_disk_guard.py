@@ -7,12 +7,9 @@ back when the space does."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
-import pytest
-
-from server_fixture import expect, expect_error, finish_server, start_server
+from server_fixture import expect, expect_error, finish_server, small_state, start_server  # noqa: F401
 
 MB = 1 << 20
 RESERVE = 32 * MB          # XB_STATE_RESERVE (core/core.h)
@@ -26,19 +23,6 @@ def avail(path: str) -> int:
 
 def sh(srv, sid, cmd, timeout=120):
     return srv.exec(sid, cmd=cmd, timeout_s=timeout, timeout=timeout + 30)
-
-
-@pytest.fixture
-def small_state(tmp_path):
-    """A state directory on a filesystem of its own, smaller than a
-    sandbox's default disk limit (1 GiB)."""
-    state = tmp_path / "small"
-    state.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=900m,mode=0700", "xbsmall", str(state)], check=True)
-    try:
-        yield str(state)
-    finally:
-        subprocess.run(["umount", str(state)], check=True)
 
 
 def test_a_sandbox_filling_its_disk_cannot_fill_the_state_dir(execbox, tmp_path, small_state):

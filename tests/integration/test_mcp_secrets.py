@@ -16,7 +16,7 @@ import time
 import pytest
 
 import fakenet
-from server_fixture import expect, finish_server, start_server  # noqa: F401
+from server_fixture import expect  # noqa: F401
 from test_mcp import Mcp, text_of
 
 VALUE = "xbMCPgrantedSECRET5e81c07d3a"
@@ -37,13 +37,7 @@ def net():
 
 @pytest.fixture(scope="module")
 def srv(execbox, net, tmp_path_factory):
-    s = start_server(execbox, str(tmp_path_factory.mktemp("mcpsec")), "--dns-server", fakenet.DNS_ADDR,
-                     "--upstream-ca", net.ca, "--approval-timeout", str(TIMEOUT_S), no_auth=True, pool=0)
-    try:
-        yield s
-    finally:
-        problems = finish_server(s)
-        assert not problems, "\n".join(problems)
+    yield from fakenet.module_server(execbox, net, tmp_path_factory, "mcpsec", "--approval-timeout", str(TIMEOUT_S))
     # No MCP response held a value; the recording is real (it holds the
     # placeholders and names the tools answered).
     seen = "\n".join(BODIES)

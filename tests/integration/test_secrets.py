@@ -34,13 +34,7 @@ def net():
 
 @pytest.fixture(scope="module")
 def srv(execbox, net, tmp_path_factory):
-    s = start_server(execbox, str(tmp_path_factory.mktemp("sec")), "--dns-server", fakenet.DNS_ADDR,
-                     "--upstream-ca", net.ca, no_auth=True, pool=0)
-    try:
-        yield s
-    finally:
-        problems = finish_server(s)
-        assert not problems, "\n".join(problems)
+    yield from fakenet.module_server(execbox, net, tmp_path_factory, "sec")
 
 
 def run(srv, sid, cmd, user=None, timeout=60):

@@ -14,6 +14,8 @@ import pytest
 import server_fixture as sf
 from server_fixture import expect, expect_error, server_factory  # noqa: F401
 from server_fixture import shell as sh, shell_ok as ok
+from server_fixture import small_state  # noqa: F401
+from test_big_replies import Probe, rss
 
 
 def build(srv, body, timeout=600):
@@ -354,17 +356,7 @@ def test_oci_import_streams_its_output(oci_srv, tmp_path):
     output (one line per layer umoci applies) as log events, then the
     template; a failing one's log events come before its error."""
     srv, images = oci_srv
-    layout, bundle = str(tmp_path / "layout"), str(tmp_path / "bundle")
-    _umoci("init", "--layout", layout)
-    _umoci("new", "--image", f"{layout}:v1")
-    for i in range(3):
-        _umoci("unpack", "--image", f"{layout}:v1", bundle)
-        if i == 0:
-            _mini_root(os.path.join(bundle, "rootfs"))
-        with open(os.path.join(bundle, f"rootfs/etc/layer-{i}"), "w") as f:
-            f.write(f"{i}\n")
-        _umoci("repack", "--image", f"{layout}:v1", bundle)
-        shutil.rmtree(bundle)
+    layout = _three_layers(tmp_path)
     archive = _archive(layout, images, "img.tar")
     r = srv.post("/v1/templates", {"name": "xb-oci-s", "oci": archive}, timeout=300,
                  headers={"Accept": "text/event-stream"}, stream=True)
@@ -717,17 +709,8 @@ def test_malicious_layout_uploaded_is_refused_or_neutralised(up_srv, tmp_path):
     _no_upload_left(srv)
 
 
-def _rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
-
-
 @needs_umoci
 def test_a_200mb_upload_does_not_grow_the_daemon(up_srv, tmp_path):
-    import threading
     srv = up_srv
     layout = _three_layers(tmp_path)
     # 200 MB of a blob no manifest names: the archive is big, the image small.
@@ -736,39 +719,17 @@ def test_a_200mb_upload_does_not_grow_the_daemon(up_srv, tmp_path):
             f.write(os.urandom(MB))
     archive = _tar(layout, tmp_path / "big.tar")
     assert os.path.getsize(archive) > 200 * MB
-    rss0, peak, done = _rss(srv.pid), [0], threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], _rss(srv.pid))
-            time.sleep(0.01)
-    th = threading.Thread(target=sample)
-    th.start()
-    try:
+    rss0 = rss(srv.pid)
+    with Probe(srv) as p:   # the daemon's peak RSS, sampled from a second thread
         t0 = time.monotonic()
         with open(archive, "rb") as f:
             r = upload(srv, f, "xb-up-big")
         took = time.monotonic() - t0
-    finally:
-        done.set()
-        th.join()
     expect(r, 201)
-    print(f"200 MB upload and import: {took:.1f} s; daemon RSS +{(peak[0] - rss0) / MB:.1f} MiB")
-    assert peak[0] - rss0 < 24 * MB, (peak[0] - rss0) / MB
+    print(f"200 MB upload and import: {took:.1f} s; daemon RSS +{(p.peak - rss0) / MB:.1f} MiB")
+    assert p.peak - rss0 < 24 * MB, (p.peak - rss0) / MB
     drop(srv, "xb-up-big")
     _no_upload_left(srv)
-
-
-@pytest.fixture
-def small_state(tmp_path):
-    """A state directory on a tmpfs of its own, of 900 MiB."""
-    state = tmp_path / "small"
-    state.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=900m,mode=0700", "xbsmall", str(state)], check=True)
-    try:
-        yield str(state)
-    finally:
-        subprocess.run(["umount", str(state)], check=True)
 
 
 def _avail(path):
