@@ -86,6 +86,12 @@ void xb__px_update(struct xb_conn *c);
 void xb__px_resolve(struct xb_conn *c);
 /* proxy_parse.c: the request in c->up, once more of it has come. */
 void xb__px_parse_head(struct xb_conn *c);
+/* Whether a request head (through its blank line) is framed as RFC 9112
+ * asks: every line ends in CRLF (no bare CR or LF, no NUL), no folded
+ * line, and every field a token name straight before its colon. The
+ * rewrites split on CRLF; an upstream that ends lines at LF would read a
+ * second request, with a Host of the client's, after the secrets go in. */
+bool xb__px_head_ok(const char *h, size_t hl);
 /* pkgserve.c, the package cache's hooks: a forwarded request the policy
  * allowed (true: taken, served from the store), the upstream connected
  * for one it marked (c->pkg), and c closing. */

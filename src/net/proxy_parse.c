@@ -136,6 +136,39 @@ forward_head(struct xb_conn *c, const char *method, size_t mlen, const char *pat
 }
 
 
+static bool
+tchar(unsigned char ch)
+{
+        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+               (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+bool
+xb__px_head_ok(const char *h, size_t hl)
+{
+        const char *line = h, *end = h + hl;
+
+        if (hl < 4 || memcmp(end - 4, "\r\n\r\n", 4))
+                return false;
+        for (size_t i = 0; i < hl; i++)
+                if (!h[i] || (h[i] == '\r' && (i + 1 == hl || h[i + 1] != '\n')) ||
+                    (h[i] == '\n' && (i == 0 || h[i - 1] != '\r')))
+                        return false;
+        for (bool first = true; line < end - 2; first = false) {
+                const char *nl = memmem(line, (size_t)(end - line), "\r\n", 2);
+                const char *q = line;
+
+                if (!first) {
+                        while (q < nl && tchar((unsigned char)*q))
+                                q++;
+                        if (q == line || q == nl || *q != ':')
+                                return false;   /* no name, a fold, or a space before the colon */
+                }
+                line = nl + 2;
+        }
+        return true;
+}
+
 static void
 status_page(struct xb_conn *c)
 {
@@ -168,6 +201,11 @@ parse_http(struct xb_conn *c)
                 return;
         }
         headlen = (size_t)(end - b) + 4;
+        if (!xb__px_head_ok(b, headlen)) {
+                xb__px_http_reply(c, 400, "Bad Request",
+                                  "execbox: malformed request head (every line must end in CRLF; no folded lines)\n");
+                return;
+        }
         eol = memmem(b, headlen, "\r\n", 2);
         sp1 = memchr(b, ' ', (size_t)(eol - b));
         sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;

@@ -191,8 +191,18 @@ rewrite_head(struct xb_conn *c)
         if (!end)
                 return c->up.len >= XB_NET_HEAD_MAX ? -1 : 0;
         hl = (size_t)(end - h) + 4;
-        /* Without hop-by-hop connection headers, then Connection: close. */
-        tmp = malloc(hl + 32);
+        /* Framed as the rewrite reads it (proxy_int.h), and an origin-form
+         * target: an absolute one would name the site over Host. */
+        {
+                char *sp = memchr(h, ' ', hl);
+
+                if (!xb__px_head_ok(h, hl) || !sp || (sp[1] != '/' && sp[1] != '*'))
+                        return -1;
+        }
+        /* Host is the CONNECT's, the name the secrets were decided for (a
+         * shared front end routes on it); without hop-by-hop connection
+         * headers, then Connection: close. */
+        tmp = malloc(hl + XB_NETNAME_MAX + 64);
         if (!tmp)
                 return -1;
         p = tmp;
@@ -202,9 +212,18 @@ rewrite_head(struct xb_conn *c)
 
                 if (!(q != h && ((ll >= 11 && !strncasecmp(q, "connection:", 11)) ||
                                  (ll >= 11 && !strncasecmp(q, "keep-alive:", 11)) ||
+                                 (ll >= 5 && !strncasecmp(q, "host:", 5)) ||
                                  (ll >= 17 && !strncasecmp(q, "proxy-connection:", 17))))) {
                         memcpy(p, q, ll + 2);
                         p += ll + 2;
+                }
+                if (q == h) {
+                        bool v6 = strchr(c->host, ':') != NULL;
+
+                        p += sprintf(p, "Host: %s%s%s", v6 ? "[" : "", c->host, v6 ? "]" : "");
+                        if (c->port != 443)
+                                p += sprintf(p, ":%u", c->port);
+                        p = stpcpy(p, "\r\n");
                 }
                 q = nl + 2;
         }

