@@ -39,6 +39,7 @@
 #include "core/core.h"
 #include "core/rootfs.h"
 #include "core/templates.h"
+#include "net/digest.h"
 #include "ops/jsonv.h"
 #include "ops/op_tmpl.h"
 #include "sandbox/sandbox.h"
@@ -115,6 +116,27 @@ blob(const struct oci *o, const char *digest)
         return json_loadfd(fd, 0, &je);
 }
 
+/* Whether the blob of digest (checked by blob() first) holds what it is
+ * named by. */
+static bool
+blob_hashes_to(const struct oci *o, const char *digest)
+{
+        char path[4400], hex[XB_SHA256_HEX], buf[65536];
+        _cleanup_close_ int fd = -EBADF;
+        struct xb_sha256 *h;
+        struct xb_err err = { 0 };
+        ssize_t r;
+
+        snprintf(path, sizeof(path), "%s/blobs/sha256/%s", o->dir, digest + 7);
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || !(h = xb_sha256_new(&err)))
+                return false;
+        while ((r = read(fd, buf, sizeof(buf))) > 0)
+                xb_sha256_add(h, buf, (size_t)r);
+        xb_sha256_end(h, hex);
+        return r == 0 && !strcmp(hex, digest + 7);
+}
+
 static json_t *
 image_config(const struct oci *o, char *digest, size_t n)
 {
@@ -134,7 +156,14 @@ image_config(const struct oci *o, char *digest, size_t n)
         manifest = blob(o, json_string_value(json_object_get(m, "digest")));
         if (!manifest)
                 return NULL;
-        snprintf(digest, n, "%s", json_string_value(json_object_get(m, "digest")) + 7);
+        /* The layer is shared by this name with every tenant's import of
+         * the image, so the name must be what was unpacked: the index's
+         * only manifest (umoci unpacks the first tagged one, which need not
+         * be the first listed), whose bytes hash to it (umoci checks the
+         * layers' blobs it applies). Anything else keeps its random name. */
+        if (json_array_size(json_object_get(index, "manifests")) == 1 &&
+            blob_hashes_to(o, json_string_value(json_object_get(m, "digest"))))
+                snprintf(digest, n, "%s", json_string_value(json_object_get(m, "digest")) + 7);
         return blob(o, json_string_value(json_object_get(json_object_get(manifest, "config"), "digest")));
 }
 

@@ -496,6 +496,82 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
     assert "links or special files" in r.json()["error"]["message"]
 
 
+def _plain_layout(root, mini, marker, tag="v1"):
+    """An OCI layout by hand: mini's files and /marker.txt holding marker.
+    Returns (layout's index.json object, manifest bytes, put)."""
+    import hashlib
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        t.add(mini, arcname=".")
+        i = tarfile.TarInfo("marker.txt")
+        i.size = len(marker)
+        t.addfile(i, io.BytesIO(marker))
+    os.makedirs(os.path.join(root, "blobs/sha256"))
+
+    def put(data):
+        dg = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(root, "blobs/sha256", dg), "wb") as f:
+            f.write(data)
+        return {"digest": "sha256:" + dg, "size": len(data)}
+    lb = put(buf.getvalue())
+    cfg = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"User": "0"},
+                          "rootfs": {"type": "layers", "diff_ids": [lb["digest"]]}}).encode())
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
+                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lb}]}).encode()
+    man = put(manifest)
+    index = {"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **man,
+                                                "annotations": {"org.opencontainers.image.ref.name": tag}}]}
+    with open(os.path.join(root, "index.json"), "w") as f:
+        json.dump(index, f)
+    with open(os.path.join(root, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    return index, manifest, put
+
+
+@pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
+def test_oci_layer_named_by_a_digest_it_does_not_hold_cannot_poison_an_image(oci_srv, tmp_path):
+    """Imported layers are shared by manifest digest. An archive whose index
+    names the victim's manifest digest first (its blob a copy of the victim's
+    manifest, so it reads as that image) but tags only its own manifest must
+    not leave a layer under the victim's name: a later import of the real
+    image would get the attacker's files."""
+    srv, images = oci_srv
+    mini = str(tmp_path / "mini")
+    _mini_root(mini)
+    good = str(tmp_path / "good")
+    gindex, gmanifest, _ = _plain_layout(good, mini, b"genuine\n")
+    evil = str(tmp_path / "evil")
+    eindex, _, put = _plain_layout(evil, mini, b"poisoned\n", tag="x")
+    # The decoy: the victim's manifest (public bytes), untagged, first.
+    decoy = put(gmanifest)
+    assert decoy["digest"] == gindex["manifests"][0]["digest"]
+    eindex["manifests"].insert(0, {"mediaType": "application/vnd.oci.image.manifest.v1+json", **decoy})
+    with open(os.path.join(evil, "index.json"), "w") as f:
+        json.dump(eindex, f)
+    r = build(srv, {"name": "xb-poison", "oci": _archive(evil, images, "evil.tar")})
+    poisoned = r.status_code == 201
+    if poisoned:
+        # The attacker's own template holds the attacker's files (the attack ran) ...
+        sid = srv.create(template="xb-poison")["id"]
+        assert ok(srv, sid, "cat /marker.txt").strip() == "poisoned"
+        srv.remove(sid)
+    else:
+        expect_error(r, 422, "template_build_failed")
+    # ... and the genuine image, imported next, is its own.
+    r = build(srv, {"name": "xb-genuine", "oci": _archive(good, images, "good.tar")})
+    expect(r, 201)
+    sid = srv.create(template="xb-genuine")["id"]
+    assert ok(srv, sid, "cat /marker.txt").strip() == "genuine"
+    srv.remove(sid)
+    drop(srv, "xb-genuine")
+    if poisoned:
+        drop(srv, "xb-poison")
+    _no_import_left(srv)
+
+
 # ---- uploaded as the body of POST /v1/templates ----
 
 MB = 1 << 20
