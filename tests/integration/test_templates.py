@@ -389,11 +389,38 @@ def test_oci_import_streams_its_output(oci_srv, tmp_path):
     _no_import_left(srv)
 
 
+def _write_layout(root, layer, tag):
+    """An OCI layout of one uncompressed layer (bytes of a tar), tagged tag.
+    Returns (its index.json object, its manifest's bytes, put: bytes to a
+    blob, answering its descriptor)."""
+    import hashlib
+    os.makedirs(os.path.join(root, "blobs/sha256"))
+
+    def put(data):
+        dg = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(root, "blobs/sha256", dg), "wb") as f:
+            f.write(data)
+        return {"digest": "sha256:" + dg, "size": len(data)}
+    lb = put(layer)
+    cfg = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"User": "0"},
+                          "rootfs": {"type": "layers", "diff_ids": [lb["digest"]]}}).encode())
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
+                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lb}]}).encode()
+    man = put(manifest)
+    index = {"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **man,
+                                                "annotations": {"org.opencontainers.image.ref.name": tag}}]}
+    with open(os.path.join(root, "index.json"), "w") as f:
+        json.dump(index, f)
+    with open(os.path.join(root, "oci-layout"), "w") as f:
+        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    return index, manifest, put
+
+
 def _evil_layout(root, host_target, mini, hardlink=False):
     """An OCI layout by hand whose one layer tries ../, an absolute path, a
     symlink out of the root, a hard link to a host file, a device node and a
     setuid file, next to a harmless file (the control)."""
-    import hashlib
     import io
     import tarfile
     buf = io.BytesIO()
@@ -420,24 +447,7 @@ def _evil_layout(root, host_target, mini, hardlink=False):
         t.addfile(d)
         reg("suid-sh", open("/usr/bin/dash", "rb").read(), 0o4755)
     layer = buf.getvalue()
-    os.makedirs(os.path.join(root, "blobs/sha256"))
-
-    def put(data):
-        dg = hashlib.sha256(data).hexdigest()
-        with open(os.path.join(root, "blobs/sha256", dg), "wb") as f:
-            f.write(data)
-        return {"digest": "sha256:" + dg, "size": len(data)}
-    lb = put(layer)
-    cfg = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"User": "0"},
-                          "rootfs": {"type": "layers", "diff_ids": [lb["digest"]]}}).encode())
-    man = put(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                          "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
-                          "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lb}]}).encode())
-    with open(os.path.join(root, "index.json"), "w") as f:
-        json.dump({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **man,
-                                                     "annotations": {"org.opencontainers.image.ref.name": "evil"}}]}, f)
-    with open(os.path.join(root, "oci-layout"), "w") as f:
-        json.dump({"imageLayoutVersion": "1.0.0"}, f)
+    _write_layout(root, layer, "evil")
     return layer
 
 
@@ -497,9 +507,8 @@ def test_malicious_oci_layer_cannot_escape_or_gain(oci_srv, tmp_path):
 
 
 def _plain_layout(root, mini, marker, tag="v1"):
-    """An OCI layout by hand: mini's files and /marker.txt holding marker.
-    Returns (layout's index.json object, manifest bytes, put)."""
-    import hashlib
+    """An OCI layout by hand: mini's files and /marker.txt holding marker
+    (_write_layout's answer)."""
     import io
     import tarfile
     buf = io.BytesIO()
@@ -508,27 +517,7 @@ def _plain_layout(root, mini, marker, tag="v1"):
         i = tarfile.TarInfo("marker.txt")
         i.size = len(marker)
         t.addfile(i, io.BytesIO(marker))
-    os.makedirs(os.path.join(root, "blobs/sha256"))
-
-    def put(data):
-        dg = hashlib.sha256(data).hexdigest()
-        with open(os.path.join(root, "blobs/sha256", dg), "wb") as f:
-            f.write(data)
-        return {"digest": "sha256:" + dg, "size": len(data)}
-    lb = put(buf.getvalue())
-    cfg = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"User": "0"},
-                          "rootfs": {"type": "layers", "diff_ids": [lb["digest"]]}}).encode())
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **cfg},
-                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lb}]}).encode()
-    man = put(manifest)
-    index = {"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", **man,
-                                                "annotations": {"org.opencontainers.image.ref.name": tag}}]}
-    with open(os.path.join(root, "index.json"), "w") as f:
-        json.dump(index, f)
-    with open(os.path.join(root, "oci-layout"), "w") as f:
-        json.dump({"imageLayoutVersion": "1.0.0"}, f)
-    return index, manifest, put
+    return _write_layout(root, buf.getvalue(), tag)
 
 
 @pytest.mark.skipif(not shutil.which("umoci"), reason="umoci is not installed (scripts/deps.sh)")
